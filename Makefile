@@ -1,0 +1,52 @@
+# amqfilter: PGXS build of the extension, plus the core's standalone tests.
+#
+#   make                 build the extension
+#   make install         install it into $(PG_CONFIG)'s PostgreSQL
+#   make unittest        build and run the core unit tests (no PostgreSQL)
+#   make installcheck    pg_regress against a running server
+#
+# PG_CONFIG selects the PostgreSQL to build against.
+
+EXTENSION = amqfilter
+MODULE_big = amqfilter
+DATA = amqfilter--0.1.sql
+
+CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c
+GLUE_SRCS = src/amqfilter.c src/hashing.c src/filter_access.c \
+	src/bloom_io.c src/bloom_ops.c src/bloom_agg.c
+OBJS = $(CORE_SRCS:.c=.o) $(GLUE_SRCS:.c=.o)
+
+REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
+	bloom_parallel bloom_fpr
+REGRESS_OPTS = --load-extension=$(EXTENSION)
+
+EXTRA_CLEAN = test/test_bloom test/test_bloom_asan
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# PGXS tracks no header dependencies: rebuild everything when a header changes.
+$(OBJS): $(wildcard src/*.h src/core/*.h)
+
+# The core must stay free of PostgreSQL: it is also built without it below.
+.PHONY: core-purity unittest unittest-asan
+core-purity:
+	@if grep -n -E '#include\s*[<"](postgres|fmgr|utils/|access/|catalog/)' src/core/*.c src/core/*.h; then \
+		echo "src/core must not include PostgreSQL headers"; exit 1; fi
+
+CORE_TEST_CFLAGS = -std=c99 -O2 -g -Wall -Wextra -Werror -Isrc/core
+
+test/test_bloom: test/test_bloom.c $(CORE_SRCS) src/core/*.h
+	$(CC) $(CORE_TEST_CFLAGS) -o $@ test/test_bloom.c $(CORE_SRCS) -lm
+
+test/test_bloom_asan: test/test_bloom.c $(CORE_SRCS) src/core/*.h
+	$(CC) $(CORE_TEST_CFLAGS) -O1 -fsanitize=address,undefined \
+		-fno-sanitize-recover=all -fno-omit-frame-pointer \
+		-o $@ test/test_bloom.c $(CORE_SRCS) -lm
+
+unittest: core-purity test/test_bloom
+	./test/test_bloom
+
+unittest-asan: core-purity test/test_bloom_asan
+	./test/test_bloom_asan

@@ -1,0 +1,215 @@
+/* amqfilter--0.1.sql: approximate-membership filters for SQL */
+
+\echo Use "CREATE EXTENSION amqfilter" to load this file. \quit
+
+--
+-- The bloom type.  Its bytes are specified in FORMAT.md; text is their
+-- canonical base64, binary I/O and the bytea cast carry them as they are.
+-- A well-sized filter is random bits: STORAGE external never wastes time
+-- trying to compress it.
+--
+CREATE TYPE bloom;
+
+CREATE FUNCTION bloom_in(cstring) RETURNS bloom
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_out(bloom) RETURNS cstring
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_recv(internal) RETURNS bloom
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_send(bloom) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE bloom (
+	INPUT = bloom_in,
+	OUTPUT = bloom_out,
+	RECEIVE = bloom_recv,
+	SEND = bloom_send,
+	INTERNALLENGTH = VARIABLE,
+	ALIGNMENT = int4,
+	STORAGE = external
+);
+
+COMMENT ON TYPE bloom IS 'Bloom filter: a set that may report false positives but never false negatives';
+COMMENT ON FUNCTION bloom_in(cstring) IS 'bloom input: canonical base64 of the serialized filter';
+COMMENT ON FUNCTION bloom_out(bloom) IS 'bloom output: canonical base64 of the serialized filter';
+COMMENT ON FUNCTION bloom_recv(internal) IS 'bloom binary input: the serialized filter, validated';
+COMMENT ON FUNCTION bloom_send(bloom) IS 'bloom binary output: the serialized filter';
+
+CREATE FUNCTION bloom_to_bytea(bloom) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_from_bytea(bytea) RETURNS bloom
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE CAST (bloom AS bytea) WITH FUNCTION bloom_to_bytea(bloom);
+CREATE CAST (bytea AS bloom) WITH FUNCTION bloom_from_bytea(bytea);
+
+COMMENT ON FUNCTION bloom_to_bytea(bloom) IS 'the serialized bytes of a bloom filter (FORMAT.md)';
+COMMENT ON FUNCTION bloom_from_bytea(bytea) IS 'a bloom filter from serialized bytes, validated';
+
+--
+-- Building and probing
+--
+CREATE FUNCTION bloom_empty(n bigint, p double precision, layout text DEFAULT 'blocked')
+	RETURNS bloom
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_empty(bigint, double precision, text) IS
+	'an empty bloom filter sized for n distinct values at false-positive rate p; layout ''blocked'' (default) or ''classic''';
+
+-- Not strict: a NULL value leaves the filter unchanged.
+CREATE FUNCTION bloom_add(filter bloom, value anyelement) RETURNS bloom
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_add(bloom, anyelement) IS
+	'a copy of the filter with the value added; a NULL value is ignored';
+
+CREATE FUNCTION bloom_contains(filter bloom, value anyelement) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_contains(bloom, anyelement) IS
+	'false if the value was certainly never added; true if it may have been';
+
+CREATE FUNCTION bloom_contained_by(value anyelement, filter bloom) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_contained_by(anyelement, bloom) IS
+	'bloom_contains with the arguments swapped, for the <@ operator';
+
+CREATE OPERATOR @> (
+	LEFTARG = bloom,
+	RIGHTARG = anyelement,
+	FUNCTION = bloom_contains,
+	COMMUTATOR = <@
+);
+COMMENT ON OPERATOR @> (bloom, anyelement) IS 'filter may contain the value';
+
+CREATE OPERATOR <@ (
+	LEFTARG = anyelement,
+	RIGHTARG = bloom,
+	FUNCTION = bloom_contained_by,
+	COMMUTATOR = @>
+);
+COMMENT ON OPERATOR <@ (anyelement, bloom) IS 'value may be contained in the filter';
+
+--
+-- Merging
+--
+CREATE FUNCTION bloom_union(bloom, bloom) RETURNS bloom
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_union(bloom, bloom) IS
+	'a filter of the values of either filter; both must have the same geometry';
+
+CREATE FUNCTION bloom_intersect(bloom, bloom) RETURNS bloom
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_intersect(bloom, bloom) IS
+	'a filter that may contain the values of both filters; both must have the same geometry';
+
+CREATE OPERATOR | (
+	LEFTARG = bloom,
+	RIGHTARG = bloom,
+	FUNCTION = bloom_union,
+	COMMUTATOR = |
+);
+COMMENT ON OPERATOR | (bloom, bloom) IS 'union of bloom filters';
+
+CREATE OPERATOR & (
+	LEFTARG = bloom,
+	RIGHTARG = bloom,
+	FUNCTION = bloom_intersect,
+	COMMUTATOR = &
+);
+COMMENT ON OPERATOR & (bloom, bloom) IS 'intersection of bloom filters';
+
+--
+-- Inspection and sizing
+--
+CREATE FUNCTION bloom_info(filter bloom,
+	OUT layout text, OUT bits bigint, OUT bytes bigint, OUT hashes integer,
+	OUT capacity bigint, OUT target_fpr double precision, OUT inserted bigint,
+	OUT bits_set bigint, OUT est_distinct double precision,
+	OUT est_fpr double precision)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_info(bloom) IS
+	'geometry, counts, estimated distinct values and current false-positive rate of a bloom filter';
+
+CREATE FUNCTION bloom_params(n bigint, p double precision, layout text DEFAULT 'blocked',
+	OUT bits bigint, OUT bytes bigint, OUT hashes integer,
+	OUT bits_per_key double precision)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_params(bigint, double precision, text) IS
+	'the size and number of hashes of a bloom filter for n distinct values at false-positive rate p';
+
+--
+-- Aggregates
+--
+CREATE FUNCTION bloom_agg_transfn(internal, anyelement, bigint, double precision)
+	RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION bloom_agg_transfn(internal, anyelement, bigint, double precision, text)
+	RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION bloom_agg_combinefn(internal, internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION bloom_union_agg_transfn(internal, bloom) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION bloom_union_agg_combinefn(internal, internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION bloom_agg_serialfn(internal) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_agg_deserialfn(bytea, internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_agg_finalfn(internal) RETURNS bloom
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION bloom_agg_transfn(internal, anyelement, bigint, double precision) IS
+	'bloom_agg transition function';
+COMMENT ON FUNCTION bloom_agg_transfn(internal, anyelement, bigint, double precision, text) IS
+	'bloom_agg transition function';
+COMMENT ON FUNCTION bloom_agg_combinefn(internal, internal) IS
+	'bloom_agg combine function';
+COMMENT ON FUNCTION bloom_union_agg_transfn(internal, bloom) IS
+	'bloom_union_agg transition function';
+COMMENT ON FUNCTION bloom_union_agg_combinefn(internal, internal) IS
+	'bloom_union_agg combine function';
+COMMENT ON FUNCTION bloom_agg_serialfn(internal) IS
+	'bloom aggregate state serialization';
+COMMENT ON FUNCTION bloom_agg_deserialfn(bytea, internal) IS
+	'bloom aggregate state deserialization';
+COMMENT ON FUNCTION bloom_agg_finalfn(internal) IS
+	'bloom aggregate final function';
+
+CREATE AGGREGATE bloom_agg(value anyelement, n bigint, p double precision) (
+	SFUNC = bloom_agg_transfn,
+	STYPE = internal,
+	FINALFUNC = bloom_agg_finalfn,
+	FINALFUNC_MODIFY = READ_ONLY,
+	COMBINEFUNC = bloom_agg_combinefn,
+	SERIALFUNC = bloom_agg_serialfn,
+	DESERIALFUNC = bloom_agg_deserialfn,
+	PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE bloom_agg(anyelement, bigint, double precision) IS
+	'bloom filter of the non-null values, sized for n distinct values at false-positive rate p';
+
+CREATE AGGREGATE bloom_agg(value anyelement, n bigint, p double precision, layout text) (
+	SFUNC = bloom_agg_transfn,
+	STYPE = internal,
+	FINALFUNC = bloom_agg_finalfn,
+	FINALFUNC_MODIFY = READ_ONLY,
+	COMBINEFUNC = bloom_agg_combinefn,
+	SERIALFUNC = bloom_agg_serialfn,
+	DESERIALFUNC = bloom_agg_deserialfn,
+	PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE bloom_agg(anyelement, bigint, double precision, text) IS
+	'bloom filter of the non-null values with the given layout (''blocked'' or ''classic'')';
+
+CREATE AGGREGATE bloom_union_agg(bloom) (
+	SFUNC = bloom_union_agg_transfn,
+	STYPE = internal,
+	FINALFUNC = bloom_agg_finalfn,
+	FINALFUNC_MODIFY = READ_ONLY,
+	COMBINEFUNC = bloom_union_agg_combinefn,
+	SERIALFUNC = bloom_agg_serialfn,
+	DESERIALFUNC = bloom_agg_deserialfn,
+	PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE bloom_union_agg(bloom) IS
+	'union of the non-null bloom filters; all must have the same geometry';

@@ -1,0 +1,121 @@
+/*
+ * amqfilter.c
+ *		Module magic and the one place where core status codes become errors.
+ *
+ * Every gate that accepts bytes (text input, recv, the bytea cast, aggregate
+ * deserialization, any read of a stored value) runs the same core validator
+ * and reports its verdict through amq_report_invalid(), so one fault reads
+ * the same wherever it is caught; only the errcode says which gate caught it.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#if PG_VERSION_NUM >= 160000
+#include "nodes/miscnodes.h"
+#endif
+
+#include "amqfilter.h"
+
+PG_MODULE_MAGIC;
+
+/* errcode for a validation failure at a gate */
+static int
+invalid_errcode(amq_status status, AmqGate gate)
+{
+	if (status == AMQ_ERR_VERSION)
+		return ERRCODE_FEATURE_NOT_SUPPORTED;
+	switch (gate)
+	{
+		case AMQ_GATE_TEXT:
+			return ERRCODE_INVALID_TEXT_REPRESENTATION;
+		case AMQ_GATE_BINARY:
+			return ERRCODE_INVALID_BINARY_REPRESENTATION;
+		case AMQ_GATE_STORED:
+			break;
+	}
+	return ERRCODE_DATA_CORRUPTED;
+}
+
+/*
+ * Reports a value that failed validation.  With a soft-error context (text
+ * input on PostgreSQL 16 and later) the error is saved there and false is
+ * returned, so the caller returns NULL; otherwise it does not return.
+ */
+bool
+amq_report_invalid(const char *typname, amq_status status, AmqGate gate,
+				   Node *escontext)
+{
+	const char *what = gate == AMQ_GATE_TEXT ? "invalid input syntax for type"
+		: "invalid value of type";
+
+#if PG_VERSION_NUM >= 160000
+	errsave(escontext,
+			(errcode(invalid_errcode(status, gate)),
+			 errmsg("%s %s: %s", what, typname, amq_status_text(status)),
+			 status == AMQ_ERR_VERSION ?
+			 errhint("This build of amqfilter reads format version %d.",
+					 AMQ_BLOOM_VERSION) : 0));
+#else
+	(void) escontext;
+	ereport(ERROR,
+			(errcode(invalid_errcode(status, gate)),
+			 errmsg("%s %s: %s", what, typname, amq_status_text(status)),
+			 status == AMQ_ERR_VERSION ?
+			 errhint("This build of amqfilter reads format version %d.",
+					 AMQ_BLOOM_VERSION) : 0));
+#endif
+	return false;
+}
+
+/* Reports n, p or a size that the core refused before anything was allocated. */
+void
+amq_report_sizing(const char *typname, amq_status status, int64 n, double p)
+{
+	switch (status)
+	{
+		case AMQ_ERR_PARAM_N:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s capacity n must be at least 1", typname),
+					 errdetail("n = " INT64_FORMAT " was given.", n)));
+			break;
+		case AMQ_ERR_PARAM_P:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s false-positive rate p must be greater than 0 and less than 1",
+							typname),
+					 errdetail("p = %g was given.", p)));
+			break;
+		case AMQ_ERR_TOO_LARGE:
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("%s for n = " INT64_FORMAT " at p = %g would exceed the 1 GB size limit",
+							typname, n, p),
+					 errhint("Use a larger p, a smaller n, or one filter per partition.")));
+			break;
+		default:
+			elog(ERROR, "unexpected sizing status %d", (int) status);
+	}
+	pg_unreachable();
+}
+
+/* Reports two filters that cannot be merged, naming both geometries. */
+void
+amq_report_mismatch(amq_status status, const amq_bloom_view *a,
+					const amq_bloom_view *b)
+{
+	if (status == AMQ_ERR_FAMILY_MISMATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("cannot combine bloom filters built from values of different types"),
+				 errdetail("The filters hash their values with different hash operator families.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("cannot combine bloom filters of different geometry"),
+			 errdetail("Left: %s layout, " UINT64_FORMAT " bits, %u hashes, seed " UINT64_FORMAT
+					   "; right: %s layout, " UINT64_FORMAT " bits, %u hashes, seed " UINT64_FORMAT ".",
+					   amq_layout_name(a->layout), a->nbits, a->hashes, a->seed,
+					   amq_layout_name(b->layout), b->nbits, b->hashes, b->seed),
+			 errhint("Build both filters with the same n, p and layout.")));
+	pg_unreachable();
+}

@@ -1,0 +1,252 @@
+/*
+ * bloom_ops.c
+ *		Scalar functions on the bloom type: create, add, probe, merge, inspect.
+ *
+ * Functions never modify their arguments: bloom_add and the merges return a
+ * new value.  The sizeless empty filter (what bloom_agg returns over zero
+ * rows) answers "no" to every probe and merges with anything, so recipes like
+ * "NOT bloom_contains((SELECT bloom_agg(...)), x)" stay correct when the
+ * build side is empty.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "amqfilter.h"
+
+PG_FUNCTION_INFO_V1(bloom_empty);
+PG_FUNCTION_INFO_V1(bloom_add);
+PG_FUNCTION_INFO_V1(bloom_contains);
+PG_FUNCTION_INFO_V1(bloom_contained_by);
+PG_FUNCTION_INFO_V1(bloom_union);
+PG_FUNCTION_INFO_V1(bloom_intersect);
+PG_FUNCTION_INFO_V1(bloom_info);
+PG_FUNCTION_INFO_V1(bloom_params);
+
+/* Sizes a filter from SQL arguments, erroring before any allocation. */
+static void
+size_from_args(FunctionCallInfo fcinfo, amq_bloom_params *params,
+			   int64 *n, double *p)
+{
+	amq_status	status;
+	int			layout = AMQ_BLOOM_LAYOUT_BLOCKED;
+
+	*n = PG_GETARG_INT64(0);
+	*p = PG_GETARG_FLOAT8(1);
+	if (PG_NARGS() > 2)
+		layout = amq_parse_layout(PG_GETARG_TEXT_PP(2));
+	status = amq_bloom_size(*n < 1 ? 0 : (uint64) *n, *p, layout, params);
+	if (status != AMQ_OK)
+		amq_report_sizing("bloom filter", status, *n, *p);
+}
+
+/* bloom_empty(n, p [, layout]): a filter with no members */
+Datum
+bloom_empty(PG_FUNCTION_ARGS)
+{
+	amq_bloom_params params;
+	int64		n;
+	double		p;
+	struct varlena *result;
+
+	size_from_args(fcinfo, &params, &n, &p);
+	result = palloc(VARHDRSZ + params.bytes);
+	SET_VARSIZE(result, VARHDRSZ + params.bytes);
+	amq_bloom_init((uint8 *) VARDATA(result), &params, (uint64) n, p,
+				   AMQ_BLOOM_DEFAULT_SEED);
+	PG_RETURN_POINTER(result);
+}
+
+/*
+ * bloom_add(bloom, anyelement): a copy with one more member.  Not strict: a
+ * NULL value leaves the filter as it is (so "SET f = bloom_add(f, x)" never
+ * wipes a filter), a NULL filter stays NULL.
+ */
+Datum
+bloom_add(PG_FUNCTION_ARGS)
+{
+	amq_bloom_view view;
+	AmqHasher  *hasher;
+	struct varlena *result;
+	amq_status	status;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	amq_bloom_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
+	hasher = amq_hasher_get(fcinfo, 1);
+	if (PG_ARGISNULL(1))
+		PG_RETURN_POINTER(amq_bloom_to_varlena(&view));
+	if (view.layout == AMQ_BLOOM_LAYOUT_EMPTY)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot add to the sizeless empty bloom filter"),
+				 errdetail("An aggregate over zero rows returns a filter without a size."),
+				 errhint("Start from bloom_empty(n, p) instead.")));
+	amq_check_family(hasher, view.family, "bloom filter");
+
+	result = amq_bloom_to_varlena(&view);
+	status = amq_bloom_open((uint8 *) VARDATA(result), VARSIZE(result) - VARHDRSZ, &view);
+	if (status != AMQ_OK)
+		elog(ERROR, "copied bloom filter failed validation");
+	amq_bloom_add(&view, amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed),
+				  hasher->family);
+	PG_RETURN_POINTER(result);
+}
+
+/* Membership test shared by @> and <@; strict, so a NULL value gives NULL. */
+static bool
+probe(FunctionCallInfo fcinfo, int filter_arg, int value_arg)
+{
+	AmqCallCache *cache = amq_call_cache(fcinfo);
+	amq_bloom_view view;
+	AmqHasher  *hasher;
+
+	amq_bloom_arg(fcinfo, filter_arg, &cache->filter[0], &view);
+	/* look the type up even for an empty filter: errors must not depend on data */
+	hasher = amq_hasher_get(fcinfo, value_arg);
+	if (view.family == 0)
+		return false;
+	amq_check_family(hasher, view.family, "bloom filter");
+	return amq_bloom_may_contain(&view,
+								 amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg),
+												view.seed));
+}
+
+/* bloom_contains(bloom, anyelement): false means certainly not a member */
+Datum
+bloom_contains(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(probe(fcinfo, 0, 1));
+}
+
+/* bloom_contained_by(anyelement, bloom): the same test, for "<@" */
+Datum
+bloom_contained_by(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(probe(fcinfo, 1, 0));
+}
+
+/* Union or intersection of two filter arguments, as a new value. */
+static Datum
+merge_args(FunctionCallInfo fcinfo, bool intersect)
+{
+	AmqCallCache *cache = amq_call_cache(fcinfo);
+	amq_bloom_view a;
+	amq_bloom_view b;
+	amq_bloom_view result;
+	struct varlena *value;
+	amq_status	status;
+
+	amq_bloom_arg(fcinfo, 0, &cache->filter[0], &a);
+	amq_bloom_arg(fcinfo, 1, &cache->filter[1], &b);
+
+	/* the sizeless empty filter is the empty set */
+	if (a.layout == AMQ_BLOOM_LAYOUT_EMPTY)
+		PG_RETURN_POINTER(amq_bloom_to_varlena(intersect ? &a : &b));
+	if (b.layout == AMQ_BLOOM_LAYOUT_EMPTY)
+		PG_RETURN_POINTER(amq_bloom_to_varlena(intersect ? &b : &a));
+
+	status = amq_bloom_compatible(&a, &b);
+	if (status != AMQ_OK)
+		amq_report_mismatch(status, &a, &b);
+
+	value = amq_bloom_to_varlena(&a);
+	status = amq_bloom_open((uint8 *) VARDATA(value), VARSIZE(value) - VARHDRSZ, &result);
+	if (status != AMQ_OK)
+		elog(ERROR, "copied bloom filter failed validation");
+	amq_bloom_merge(&result, &b, intersect);
+	PG_RETURN_POINTER(value);
+}
+
+/* bloom_union(bloom, bloom): members of either (operator |) */
+Datum
+bloom_union(PG_FUNCTION_ARGS)
+{
+	return merge_args(fcinfo, false);
+}
+
+/* bloom_intersect(bloom, bloom): may-members of both (operator &) */
+Datum
+bloom_intersect(PG_FUNCTION_ARGS)
+{
+	return merge_args(fcinfo, true);
+}
+
+/* Builds the composite result of a record-returning function. */
+static Datum
+return_record(FunctionCallInfo fcinfo, Datum *values, bool *nulls)
+{
+	TupleDesc	tupdesc;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
+}
+
+/*
+ * bloom_info(bloom): geometry, counts and fill-derived estimates.
+ * est_distinct is the Swamidass-Baldi estimate from the fill; est_fpr is the
+ * false-positive rate the filter has now.
+ */
+Datum
+bloom_info(PG_FUNCTION_ARGS)
+{
+	amq_bloom_view view;
+	amq_bloom_stats_acc acc;
+	amq_bloom_stats stats;
+	size_t		total;
+	size_t		from;
+	Datum		values[10];
+	bool		nulls[10] = {false};
+
+	amq_bloom_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
+
+	amq_bloom_stats_begin(&acc);
+	total = amq_bloom_bits_bytes(&view);
+	for (from = 0; from < total; from += AMQ_SLICE_BYTES)
+	{
+		CHECK_FOR_INTERRUPTS();
+		amq_bloom_stats_accumulate(&view, &acc, from,
+								   Min(total, from + AMQ_SLICE_BYTES));
+	}
+	amq_bloom_stats_end(&view, &acc, &stats);
+
+	values[0] = CStringGetTextDatum(amq_layout_name(view.layout));
+	values[1] = Int64GetDatum((int64) view.nbits);
+	values[2] = Int64GetDatum((int64) amq_bloom_total_bytes(&view));
+	values[3] = Int32GetDatum((int32) view.hashes);
+	values[4] = Int64GetDatum((int64) view.capacity);
+	values[5] = Float8GetDatum(view.target_fpr);
+	values[6] = Int64GetDatum(view.inserted > PG_INT64_MAX ? PG_INT64_MAX : (int64) view.inserted);
+	values[7] = Int64GetDatum((int64) stats.bits_set);
+	values[8] = Float8GetDatum(stats.est_distinct);
+	values[9] = Float8GetDatum(stats.est_fpr);
+	if (view.layout == AMQ_BLOOM_LAYOUT_EMPTY)
+	{
+		/* a filter without a size has no target */
+		nulls[4] = nulls[5] = true;
+	}
+	return return_record(fcinfo, values, nulls);
+}
+
+/* bloom_params(n, p [, layout]): the geometry bloom_agg would choose */
+Datum
+bloom_params(PG_FUNCTION_ARGS)
+{
+	amq_bloom_params params;
+	int64		n;
+	double		p;
+	Datum		values[4];
+	bool		nulls[4] = {false};
+
+	size_from_args(fcinfo, &params, &n, &p);
+	values[0] = Int64GetDatum((int64) params.nbits);
+	values[1] = Int64GetDatum((int64) params.bytes);
+	values[2] = Int32GetDatum((int32) params.hashes);
+	values[3] = Float8GetDatum(params.bits_per_key);
+	return return_record(fcinfo, values, nulls);
+}

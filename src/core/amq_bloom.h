@@ -1,0 +1,188 @@
+/*
+ * amq_bloom.h
+ *		Bloom filter core: sizing, layout, probing and the serialized format.
+ *
+ * Plain C99, no PostgreSQL headers: compiled into the extension and into the
+ * standalone unit tests, fuzzers and benchmarks.  The core never allocates
+ * memory and never reports errors; callers ask for sizes, provide buffers and
+ * map amq_status codes to their own error reporting.
+ *
+ * A filter lives in one contiguous byte buffer whose layout FORMAT.md
+ * specifies: a 56-byte little-endian header followed by the bit array.  The
+ * same bytes are the on-disk value (after the varlena header), the binary
+ * send/recv payload and the result of a cast to bytea.  amq_bloom_open()
+ * is the one validator: it checks a buffer and decodes its header into an
+ * amq_bloom_view, which every other operation uses.  All validation rules
+ * depend on the header and the length only, so opening is O(1).
+ *
+ * Callers hash values to 64 bits themselves (in the extension: the type's
+ * default hash operator class, seeded with the filter's seed) and hand the
+ * core that 64-bit hash.
+ */
+#ifndef AMQ_BLOOM_H
+#define AMQ_BLOOM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "amq_status.h"
+
+#define AMQ_BLOOM_MAGIC			"AMQB"
+#define AMQ_BLOOM_VERSION		1
+#define AMQ_BLOOM_HEADER_SIZE	56
+
+/* layout codes, as stored in byte 5 of the header */
+#define AMQ_BLOOM_LAYOUT_EMPTY		0	/* sizeless empty filter */
+#define AMQ_BLOOM_LAYOUT_BLOCKED	1	/* all k bits of a key in one 512-bit block */
+#define AMQ_BLOOM_LAYOUT_CLASSIC	2	/* k positions over the whole array */
+
+/* hash scheme codes, byte 6: how the 64-bit key hash was produced */
+#define AMQ_HASH_SCHEME_PG_EXTENDED	1	/* default hash opclass, extended (64-bit), seeded */
+
+#define AMQ_BLOOM_BLOCK_BITS	512		/* one 64-byte cache line */
+#define AMQ_BLOOM_MAX_HASHES	64
+
+/*
+ * Largest serialized filter (header + bits), in bytes.  It keeps a filter,
+ * its varlena header and up to 64 bytes of alignment padding under
+ * PostgreSQL's 1 GB allocation limit.
+ */
+#define AMQ_BLOOM_MAX_BYTES		((size_t) 0x3FFFFFFF - 128)
+
+/* Seed of every filter built by this version (the format allows any). */
+#define AMQ_BLOOM_DEFAULT_SEED	UINT64_C(0x616d7166696c7472)	/* "amqfiltr" */
+
+/* Result of sizing a filter for n distinct keys at false-positive rate p. */
+typedef struct amq_bloom_params
+{
+	int			layout;			/* AMQ_BLOOM_LAYOUT_BLOCKED or _CLASSIC */
+	uint64_t	nbits;			/* multiple of 64 (classic) or 512 (blocked) */
+	uint32_t	hashes;			/* k, 1..AMQ_BLOOM_MAX_HASHES */
+	size_t		bytes;			/* serialized size: header + nbits / 8 */
+	double		bits_per_key;	/* nbits / n */
+	double		expected_fpr;	/* model false-positive rate at n keys, <= p */
+} amq_bloom_params;
+
+/* Decoded header plus pointers into the buffer it was decoded from. */
+typedef struct amq_bloom_view
+{
+	uint8_t    *base;			/* start of the serialized bytes */
+	uint8_t    *bits;			/* base + AMQ_BLOOM_HEADER_SIZE */
+	int			layout;
+	int			hash_scheme;
+	uint32_t	family;			/* element type family id, 0 = not bound yet */
+	uint32_t	hashes;
+	uint64_t	seed;
+	uint64_t	nbits;
+	uint64_t	nblocks;		/* nbits / 512 for the blocked layout, else 0 */
+	uint64_t	capacity;		/* n the filter was sized for */
+	double		target_fpr;		/* p the filter was sized for */
+	uint64_t	inserted;		/* additions, duplicates included (saturating) */
+} amq_bloom_view;
+
+/* Fill-derived statistics, for bloom_info(). */
+typedef struct amq_bloom_stats
+{
+	uint64_t	bits_set;
+	double		est_distinct;	/* Swamidass-Baldi estimate; +inf when full */
+	double		est_fpr;		/* probability that a random absent key is reported */
+} amq_bloom_stats;
+
+/*
+ * Sizing.  Validates n >= 1 and 0 < p < 1 (AMQ_ERR_PARAM_N / _P), then
+ * computes the smallest geometry whose model false-positive rate at n keys is
+ * at most p; AMQ_ERR_TOO_LARGE if that exceeds AMQ_BLOOM_MAX_BYTES.  The
+ * classic layout uses k = round(log2(1/p)) and the exact inverse of
+ * (1 - e^(-kn/m))^k = p; the blocked layout searches the block count and k
+ * with the Poisson-weighted per-block model.
+ */
+extern amq_status amq_bloom_size(uint64_t n, double p, int layout,
+								 amq_bloom_params *out);
+
+/*
+ * Writes an empty filter with the given geometry into buf, which must be
+ * exactly params->bytes long.  The family starts unbound (0).
+ */
+extern void amq_bloom_init(uint8_t *buf, const amq_bloom_params *params,
+						   uint64_t n, double p, uint64_t seed);
+
+/* Writes the sizeless empty filter (AMQ_BLOOM_HEADER_SIZE bytes). */
+extern void amq_bloom_init_empty(uint8_t *buf);
+
+/*
+ * The validator.  Checks, in order: length >= header, magic, version, layout,
+ * hash scheme, flags and reserved bytes zero, geometry, family/count
+ * consistency, exact total length.  On success fills *view.
+ */
+extern amq_status amq_bloom_open(const uint8_t *buf, size_t len,
+								 amq_bloom_view *view);
+
+/*
+ * Sets the key's bits; binds the family if unbound; counts the addition.
+ * family must be nonzero (an unbound filter with a count fails validation),
+ * and the view must not be the sizeless empty filter (a no-op there).
+ */
+extern void amq_bloom_add(amq_bloom_view *view, uint64_t hash, uint32_t family);
+
+/* false means the key was certainly never added. */
+extern bool amq_bloom_may_contain(const amq_bloom_view *view, uint64_t hash);
+
+/*
+ * Checks that src can be merged into dst: same layout, bits, hashes, seed
+ * (AMQ_ERR_GEOMETRY_MISMATCH) and families equal or one unbound
+ * (AMQ_ERR_FAMILY_MISMATCH).  The sizeless empty filter merges with anything;
+ * callers handle it before merging bits.
+ */
+extern amq_status amq_bloom_compatible(const amq_bloom_view *dst,
+									   const amq_bloom_view *src);
+
+/*
+ * Merging, for compatible non-empty filters.  The byte-range functions OR or
+ * AND bits [from, to) of src's bit array into dst's, so that callers can
+ * process a large filter in slices; the finish functions update the header
+ * (family, count) once all slices are done.  Union count is the saturating
+ * sum; intersection count is the smaller count, an upper bound.
+ */
+extern void amq_bloom_union_bits(amq_bloom_view *dst, const amq_bloom_view *src,
+								 size_t from, size_t to);
+extern void amq_bloom_union_finish(amq_bloom_view *dst, const amq_bloom_view *src);
+extern void amq_bloom_intersect_bits(amq_bloom_view *dst, const amq_bloom_view *src,
+									 size_t from, size_t to);
+extern void amq_bloom_intersect_finish(amq_bloom_view *dst, const amq_bloom_view *src);
+
+/*
+ * Statistics over a filter.  amq_bloom_stats_accumulate() scans the bytes
+ * [from, to) of the bit array (for the blocked layout, from and to must be
+ * multiples of 64) into an accumulator started with amq_bloom_stats_begin();
+ * amq_bloom_stats_end() computes the estimates.
+ */
+typedef struct amq_bloom_stats_acc
+{
+	uint64_t	bits_set;
+	double		fpr_sum;		/* blocked: sum over blocks of fill^k */
+} amq_bloom_stats_acc;
+
+extern void amq_bloom_stats_begin(amq_bloom_stats_acc *acc);
+extern void amq_bloom_stats_accumulate(const amq_bloom_view *view,
+									   amq_bloom_stats_acc *acc,
+									   size_t from, size_t to);
+extern void amq_bloom_stats_end(const amq_bloom_view *view,
+								const amq_bloom_stats_acc *acc,
+								amq_bloom_stats *out);
+
+/* Number of bytes in the bit array. */
+static inline size_t
+amq_bloom_bits_bytes(const amq_bloom_view *view)
+{
+	return (size_t) (view->nbits / 8);
+}
+
+/* Serialized size of a view's filter. */
+static inline size_t
+amq_bloom_total_bytes(const amq_bloom_view *view)
+{
+	return AMQ_BLOOM_HEADER_SIZE + amq_bloom_bits_bytes(view);
+}
+
+#endif							/* AMQ_BLOOM_H */
