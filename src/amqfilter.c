@@ -112,10 +112,12 @@ amq_report_mismatch(amq_status status, const amq_bloom_view *a,
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_EXCEPTION),
 			 errmsg("cannot combine bloom filters of different geometry"),
-			 errdetail("Left: %s layout, " UINT64_FORMAT " bits, %u hashes, seed " UINT64_FORMAT
-					   "; right: %s layout, " UINT64_FORMAT " bits, %u hashes, seed " UINT64_FORMAT ".",
-					   amq_layout_name(a->layout), a->nbits, a->hashes, a->seed,
-					   amq_layout_name(b->layout), b->nbits, b->hashes, b->seed),
+			 errdetail("Left: %s layout, " UINT64_FORMAT " bits, k = %u, seed %llx; "
+					   "right: %s layout, " UINT64_FORMAT " bits, k = %u, seed %llx.",
+					   amq_layout_name(a->layout), a->nbits, a->hashes,
+					   (unsigned long long) a->seed,
+					   amq_layout_name(b->layout), b->nbits, b->hashes,
+					   (unsigned long long) b->seed),
 			 errhint("Build both filters with the same n, p and layout.")));
 	pg_unreachable();
 }

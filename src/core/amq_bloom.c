@@ -1,0 +1,961 @@
+/*
+ * amq_bloom.c
+ *		Bloom filter core: sizing, the serialized format and its validator,
+ *		probing, merging and fill statistics.
+ *
+ * A filter is one byte buffer: a 56-byte little-endian header followed by
+ * the bit array (FORMAT.md has the byte-level spec).  Every multi-byte field
+ * is read and written byte by byte, so the code is independent of host
+ * endianness and of the buffer's alignment (PostgreSQL hands us varlena
+ * payloads at arbitrary offsets).  amq_bloom_open() decodes the header into
+ * an amq_bloom_view; operations use the view and, whenever they change the
+ * family or the count, write the header bytes back at once, so that the
+ * buffer is a valid value at every moment.
+ *
+ * Probe positions come from the caller's one 64-bit hash h:
+ *	h1 = h, h2 = fmix64(h) (MurmurHash3's finalizer, a bijection, so h2 is as
+ *	well mixed as the caller's hash even when that hash is weak in low bits).
+ *	- classic: position i is fastrange(h1 + i*h2, nbits).  fastrange maps a
+ *	  64-bit value to [0, nbits) by a 128-bit multiply, using the high bits,
+ *	  which avoids a division per probe.
+ *	- blocked: the key picks one 512-bit block (one cache line) with
+ *	  fastrange(h1, nblocks) and sets k bits inside it.  A probe then costs
+ *	  one cache miss instead of k, at the price of a few more bits per key.
+ *	  The bits inside the block are 9-bit fields cut from the top of h2 and,
+ *	  past the seventh, of fmix64(h2 + j * 0x9e3779b97f4a7c15), j = 1, 2...
+ *	  Double hashing (h2 + i*h3) is NOT used inside a block: in a space of
+ *	  only 512 positions its step is close to 0 or to 512/2, 512/3, ... for
+ *	  about 1% of keys, whose k probes then collapse onto a few bits; that
+ *	  measured 1.5x the target FPR at p = 0.001 and 4x at p = 0.0001.
+ *	  Independent fields match the sizing model's assumption instead.
+ * The positions depend only on h, k and nbits, never on insertion order, so
+ * a filter built by parallel workers and merged with OR is byte-identical to
+ * one built serially.
+ *
+ * Sizing: the classic layout inverts the textbook approximation
+ * (1 - e^(-kn/m))^k = p at k = round(log2(1/p)).  Blocks fill unevenly (the
+ * keys per block are Poisson distributed), so the blocked layout is sized
+ * with the Poisson-weighted per-block model and a search over the number of
+ * blocks and k.  Both do all size arithmetic in double and compare against
+ * the limit before anything is converted to an integer, so absurd n or p
+ * give AMQ_ERR_TOO_LARGE instead of an overflowed size.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "amq_bloom.h"
+#include "amq_hash.h"
+
+/* header field offsets; see FORMAT.md */
+#define OFF_MAGIC		0
+#define OFF_VERSION		4
+#define OFF_LAYOUT		5
+#define OFF_SCHEME		6
+#define OFF_FLAGS		7
+#define OFF_FAMILY		8
+#define OFF_HASHES		12
+#define OFF_RESERVED	14
+#define OFF_SEED		16
+#define OFF_NBITS		24
+#define OFF_CAPACITY	32
+#define OFF_TARGET_FPR	40
+#define OFF_INSERTED	48
+
+#define BLOCK_BYTES		(AMQ_BLOOM_BLOCK_BITS / 8)
+
+/* largest bit array the size limit allows, in bits */
+#define MAX_NBITS		((uint64_t) (AMQ_BLOOM_MAX_BYTES - AMQ_BLOOM_HEADER_SIZE) * 8)
+
+/* ----------------------------------------------------------------
+ * Byte-order helpers: little-endian, alignment-free.
+ * ----------------------------------------------------------------
+ */
+
+static inline uint16_t
+get_u16(const uint8_t *p)
+{
+	return (uint16_t) (p[0] | (p[1] << 8));
+}
+
+static inline uint32_t
+get_u32(const uint8_t *p)
+{
+	return (uint32_t) p[0] | ((uint32_t) p[1] << 8) |
+		((uint32_t) p[2] << 16) | ((uint32_t) p[3] << 24);
+}
+
+static inline uint64_t
+get_u64(const uint8_t *p)
+{
+	return (uint64_t) get_u32(p) | ((uint64_t) get_u32(p + 4) << 32);
+}
+
+/* The IEEE-754 binary64 whose bit pattern is stored at p. */
+static inline double
+get_f64(const uint8_t *p)
+{
+	uint64_t	u = get_u64(p);
+	double		d;
+
+	memcpy(&d, &u, sizeof(d));
+	return d;
+}
+
+static inline void
+put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t) v;
+	p[1] = (uint8_t) (v >> 8);
+}
+
+static inline void
+put_u32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t) v;
+	p[1] = (uint8_t) (v >> 8);
+	p[2] = (uint8_t) (v >> 16);
+	p[3] = (uint8_t) (v >> 24);
+}
+
+static inline void
+put_u64(uint8_t *p, uint64_t v)
+{
+	put_u32(p, (uint32_t) v);
+	put_u32(p + 4, (uint32_t) (v >> 32));
+}
+
+static inline void
+put_f64(uint8_t *p, double d)
+{
+	uint64_t	u;
+
+	memcpy(&u, &d, sizeof(u));
+	put_u64(p, u);
+}
+
+/* ----------------------------------------------------------------
+ * Hashing and bit helpers.
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * MurmurHash3's 64-bit finalizer (shared with the value hashing in
+ * amq_hash.h): a bijection with full avalanche.  It is part of the format:
+ * test_bloom.c's known-answer positions catch any change to it.
+ */
+#define fmix64(k) amq_fmix64(k)
+
+#ifdef __SIZEOF_INT128__
+__extension__ typedef unsigned __int128 amq_uint128;
+#endif
+
+/*
+ * Maps x to [0, n) as the high 64 bits of the 128-bit product x * n: no
+ * division per probe.  Positions are part of the format, so the fallback
+ * for compilers without a 128-bit type computes the same product from
+ * 32-bit halves (x % n would give other positions, hence other filters).
+ */
+static inline uint64_t
+fastrange64(uint64_t x, uint64_t n)
+{
+#ifdef __SIZEOF_INT128__
+	return (uint64_t) (((amq_uint128) x * n) >> 64);
+#else
+	uint64_t	x_lo = x & 0xFFFFFFFF,
+				x_hi = x >> 32,
+				n_lo = n & 0xFFFFFFFF,
+				n_hi = n >> 32;
+	uint64_t	lo_lo = x_lo * n_lo,
+				lo_hi = x_lo * n_hi,
+				hi_lo = x_hi * n_lo,
+				hi_hi = x_hi * n_hi;
+	uint64_t	mid = (lo_lo >> 32) + (lo_hi & 0xFFFFFFFF) + (hi_lo & 0xFFFFFFFF);
+
+	return hi_hi + (lo_hi >> 32) + (hi_lo >> 32) + (mid >> 32);
+#endif
+}
+
+/*
+ * Blocked probes take 9-bit bit indexes from the top of a word stream: h2,
+ * then fmix64(h2 + i * GOLDEN64) for i = 1, 2, ... (splitmix64 seeded with
+ * h2), seven indexes per word.
+ */
+#define GOLDEN64		UINT64_C(0x9e3779b97f4a7c15)
+#define BITS_PER_WORD	7
+
+static inline int
+popcount64(uint64_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	return __builtin_popcountll(x);
+#else
+	/* SWAR fallback */
+	x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+	x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+	x = (x + (x >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+	return (int) ((x * UINT64_C(0x0101010101010101)) >> 56);
+#endif
+}
+
+/* 8 bytes at p as one word, without alignment assumptions. */
+static inline uint64_t
+load_word(const uint8_t *p)
+{
+	uint64_t	w;
+
+	memcpy(&w, p, sizeof(w));
+	return w;
+}
+
+static inline void
+store_word(uint8_t *p, uint64_t w)
+{
+	memcpy(p, &w, sizeof(w));
+}
+
+/* Bits set in bytes [from, to). */
+static uint64_t
+popcount_range(const uint8_t *bits, size_t from, size_t to)
+{
+	uint64_t	n = 0;
+	size_t		i = from;
+
+	for (; i + 8 <= to; i += 8)
+		n += (uint64_t) popcount64(load_word(bits + i));
+	for (; i < to; i++)
+		n += (uint64_t) popcount64(bits[i]);
+	return n;
+}
+
+static inline uint64_t
+add_saturating(uint64_t a, uint64_t b)
+{
+	return (a > UINT64_MAX - b) ? UINT64_MAX : a + b;
+}
+
+/* x^k for a small positive integer k, by squaring: exact enough, no pow(). */
+static inline double
+ipow(double x, unsigned k)
+{
+	double		r = 1.0;
+
+	while (k)
+	{
+		if (k & 1)
+			r *= x;
+		x *= x;
+		k >>= 1;
+	}
+	return r;
+}
+
+/* ----------------------------------------------------------------
+ * Sizing.
+ * ----------------------------------------------------------------
+ */
+
+/* k = round(log2(1/p)) clamped to [1, 64]: the classic optimum, rounded. */
+static unsigned
+classic_hashes(double p)
+{
+	double		k = floor(-log2(p) + 0.5);
+
+	if (!(k >= 1.0))
+		return 1;
+	if (k > AMQ_BLOOM_MAX_HASHES)
+		return AMQ_BLOOM_MAX_HASHES;
+	return (unsigned) k;
+}
+
+/* Model false-positive rate of a classic filter: (1 - e^(-kn/m))^k. */
+static double
+classic_fpr(double n, double m, unsigned k)
+{
+	return ipow(-expm1(-(double) k * n / m), k);
+}
+
+/*
+ * Bits a classic filter needs for FPR p at n keys with k hashes, unrounded:
+ * m = -kn / ln(1 - p^(1/k)), with p^(1/k) = exp(ln(p)/k) and ln(1-x) by
+ * log1p so that p near 1 and tiny p both keep their precision.
+ */
+static double
+classic_bits(double n, double p, unsigned k)
+{
+	return -(double) k * n / log1p(-exp(log(p) / k));
+}
+
+/*
+ * Model FPR of a blocked filter whose keys per block are Poisson(lambda):
+ * sum over j of P(j keys) * (1 - (1 - 1/512)^(jk))^k.  The sum runs over
+ * lambda +- (10 sqrt(lambda) + 10), outside which the Poisson mass is
+ * negligible; the pmf and (1 - 1/512)^(jk) are carried by recurrence from
+ * the first term, so each term costs a few multiplications.
+ */
+static double
+blocked_fpr(double lambda, unsigned k)
+{
+	double		spread = 10.0 * sqrt(lambda) + 10.0;
+	double		jlo = floor(lambda - spread);
+	double		jhi = ceil(lambda + spread);
+	double		qk;				/* (1 - 1/512)^k: one key's share of a bit */
+	double		qpow;			/* qk^j */
+	double		pmf;
+	double		sum = 0.0;
+	double		j;
+
+	if (jlo < 0.0)
+		jlo = 0.0;
+	qk = exp((double) k * log1p(-1.0 / AMQ_BLOOM_BLOCK_BITS));
+	qpow = exp(jlo * (double) k * log1p(-1.0 / AMQ_BLOOM_BLOCK_BITS));
+	pmf = exp(jlo * log(lambda) - lambda - lgamma(jlo + 1.0));
+
+	for (j = jlo; j <= jhi; j += 1.0)
+	{
+		sum += pmf * ipow(1.0 - qpow, k);
+		pmf *= lambda / (j + 1.0);
+		qpow *= qk;
+	}
+	return sum;
+}
+
+/*
+ * Minimises blocked_fpr over k for one lambda, walking from *k (the FPR is
+ * unimodal in k).  If stop_at >= 0, returns as soon as some k reaches it:
+ * the search for the block count only needs "is p reachable".  On return
+ * *k and *fpr hold the best k found and its FPR.
+ */
+static void
+blocked_best_k(double lambda, double stop_at, unsigned *k, double *fpr)
+{
+	unsigned	best_k = *k;
+	double		best = blocked_fpr(lambda, best_k);
+	int			dir;
+
+	if (best <= stop_at)
+		goto done;
+
+	/* find the downhill direction */
+	dir = 0;
+	if (best_k < AMQ_BLOOM_MAX_HASHES)
+	{
+		double		f = blocked_fpr(lambda, best_k + 1);
+
+		if (f < best)
+		{
+			best = f;
+			best_k++;
+			dir = 1;
+		}
+	}
+	if (dir == 0 && best_k > 1)
+	{
+		double		f = blocked_fpr(lambda, best_k - 1);
+
+		if (f < best)
+		{
+			best = f;
+			best_k--;
+			dir = -1;
+		}
+	}
+
+	/* walk while it keeps improving */
+	while (dir != 0 && best > stop_at)
+	{
+		unsigned	next = best_k + dir;
+		double		f;
+
+		if (next < 1 || next > AMQ_BLOOM_MAX_HASHES)
+			break;
+		f = blocked_fpr(lambda, next);
+		if (!(f < best))
+			break;
+		best = f;
+		best_k = next;
+	}
+
+done:
+	*k = best_k;
+	*fpr = best;
+}
+
+/*
+ * Sizes the blocked layout: the smallest block count (at least the classic
+ * size) at which some k reaches p, found by geometric growth to a feasible
+ * count and a binary search below it.  The classic size is a lower bound
+ * because uneven block fill only costs bits, and starting there keeps the
+ * search to a few dozen model evaluations.
+ */
+static amq_status
+size_blocked(double n, double p, amq_bloom_params *out)
+{
+	const uint64_t max_blocks = MAX_NBITS / AMQ_BLOOM_BLOCK_BITS;
+	const unsigned classic_k = classic_hashes(p);
+	unsigned	k = classic_k;
+	double		m = classic_bits(n, p, k);
+	double		lo_d;
+	uint64_t	bad = 0;		/* largest block count known to miss p */
+	uint64_t	good;			/* smallest block count known to reach p */
+	uint64_t	cand;
+	double		fpr;
+
+	lo_d = ceil(m / AMQ_BLOOM_BLOCK_BITS);
+	if (!(lo_d <= (double) max_blocks))
+		return AMQ_ERR_TOO_LARGE;
+	cand = (lo_d < 1.0) ? 1 : (uint64_t) lo_d;
+
+	/* grow by 1/8 until p is reachable */
+	for (;;)
+	{
+		blocked_best_k(n / (double) cand, p, &k, &fpr);
+		if (fpr <= p)
+			break;
+		bad = cand;
+		if (cand == max_blocks)
+			return AMQ_ERR_TOO_LARGE;
+		cand += (cand / 8 > 0) ? cand / 8 : 1;
+		if (cand > max_blocks)
+			cand = max_blocks;
+	}
+	good = cand;
+
+	/* binary search in (bad, good] */
+	while (bad != 0 && good - bad > 1)
+	{
+		uint64_t	mid = bad + (good - bad) / 2;
+		unsigned	kmid = k;
+
+		blocked_best_k(n / (double) mid, p, &kmid, &fpr);
+		if (fpr <= p)
+		{
+			good = mid;
+			k = kmid;
+		}
+		else
+			bad = mid;
+	}
+
+	/* the best k at the chosen size, not just one that reaches p */
+	blocked_best_k(n / (double) good, -1.0, &k, &fpr);
+
+	/*
+	 * When the filter is tiny (n much smaller than a block holds), the best k
+	 * can be far above the classic log2(1/p): each extra hash still lowers
+	 * the FPR, but every probe pays for it.  Take the classic k whenever it
+	 * already reaches p at this size.
+	 */
+	if (k > classic_k)
+	{
+		double		f = blocked_fpr(n / (double) good, classic_k);
+
+		if (f <= p)
+		{
+			k = classic_k;
+			fpr = f;
+		}
+	}
+
+	out->layout = AMQ_BLOOM_LAYOUT_BLOCKED;
+	out->nbits = good * AMQ_BLOOM_BLOCK_BITS;
+	out->hashes = k;
+	out->expected_fpr = fpr;
+	return AMQ_OK;
+}
+
+/* Sizes the classic layout: the model's exact m, rounded up to 64 bits. */
+static amq_status
+size_classic(double n, double p, amq_bloom_params *out)
+{
+	const double limit = (double) MAX_NBITS;
+	unsigned	k = classic_hashes(p);
+	double		m = classic_bits(n, p, k);
+	double		fpr;
+
+	m = ceil(m / 64.0) * 64.0;
+	if (m < 64.0)
+		m = 64.0;
+	if (!(m <= limit))
+		return AMQ_ERR_TOO_LARGE;
+
+	/*
+	 * Rounding up can only lower the FPR, but guard against the last ulp of
+	 * the inverse landing just above p.
+	 */
+	fpr = classic_fpr(n, m, k);
+	while (fpr > p)
+	{
+		m += 64.0;
+		if (!(m <= limit))
+			return AMQ_ERR_TOO_LARGE;
+		fpr = classic_fpr(n, m, k);
+	}
+
+	out->layout = AMQ_BLOOM_LAYOUT_CLASSIC;
+	out->nbits = (uint64_t) m;
+	out->hashes = k;
+	out->expected_fpr = fpr;
+	return AMQ_OK;
+}
+
+/* Validates n and p, then sizes the requested layout. */
+amq_status
+amq_bloom_size(uint64_t n, double p, int layout, amq_bloom_params *out)
+{
+	amq_status	status;
+
+	if (n < 1)
+		return AMQ_ERR_PARAM_N;
+	if (!(p > 0.0 && p < 1.0))
+		return AMQ_ERR_PARAM_P;
+
+	if (layout == AMQ_BLOOM_LAYOUT_CLASSIC)
+		status = size_classic((double) n, p, out);
+	else if (layout == AMQ_BLOOM_LAYOUT_BLOCKED)
+		status = size_blocked((double) n, p, out);
+	else
+		return AMQ_ERR_GEOMETRY;
+	if (status != AMQ_OK)
+		return status;
+
+	out->bytes = AMQ_BLOOM_HEADER_SIZE + (size_t) (out->nbits / 8);
+	out->bits_per_key = (double) out->nbits / (double) n;
+	return AMQ_OK;
+}
+
+/* ----------------------------------------------------------------
+ * Construction and validation.
+ * ----------------------------------------------------------------
+ */
+
+/* Writes a full header; the one place that knows the field order. */
+static void
+write_header(uint8_t *buf, int layout, uint32_t family, uint32_t hashes,
+			 uint64_t seed, uint64_t nbits, uint64_t capacity,
+			 double target_fpr, uint64_t inserted)
+{
+	memcpy(buf + OFF_MAGIC, AMQ_BLOOM_MAGIC, 4);
+	buf[OFF_VERSION] = AMQ_BLOOM_VERSION;
+	buf[OFF_LAYOUT] = (uint8_t) layout;
+	buf[OFF_SCHEME] = AMQ_HASH_SCHEME_PG_EXTENDED;
+	buf[OFF_FLAGS] = 0;
+	put_u32(buf + OFF_FAMILY, family);
+	put_u16(buf + OFF_HASHES, (uint16_t) hashes);
+	put_u16(buf + OFF_RESERVED, 0);
+	put_u64(buf + OFF_SEED, seed);
+	put_u64(buf + OFF_NBITS, nbits);
+	put_u64(buf + OFF_CAPACITY, capacity);
+	put_f64(buf + OFF_TARGET_FPR, target_fpr);
+	put_u64(buf + OFF_INSERTED, inserted);
+}
+
+/* Writes an empty, unbound filter of the sized geometry. */
+void
+amq_bloom_init(uint8_t *buf, const amq_bloom_params *params,
+			   uint64_t n, double p, uint64_t seed)
+{
+	write_header(buf, params->layout, 0, params->hashes, seed,
+				 params->nbits, n, p, 0);
+	memset(buf + AMQ_BLOOM_HEADER_SIZE, 0, (size_t) (params->nbits / 8));
+}
+
+/* Writes the sizeless empty filter: a header with every field zero. */
+void
+amq_bloom_init_empty(uint8_t *buf)
+{
+	write_header(buf, AMQ_BLOOM_LAYOUT_EMPTY, 0, 0, 0, 0, 0, 0.0, 0);
+	/* 0.0 is all-zero bits in IEEE-754, but say so explicitly */
+	memset(buf + OFF_TARGET_FPR, 0, 8);
+}
+
+/*
+ * The validator: every check depends on the header and len only, in the
+ * order of the status codes, so the first broken rule is the one reported.
+ * Nothing past the header is read, and no header byte is read before len
+ * is known to cover the header.
+ */
+amq_status
+amq_bloom_open(const uint8_t *buf, size_t len, amq_bloom_view *view)
+{
+	int			layout;
+	uint32_t	family;
+	uint32_t	hashes;
+	uint64_t	seed;
+	uint64_t	nbits;
+	uint64_t	capacity;
+	uint64_t	fpr_bits;
+	double		target_fpr;
+	uint64_t	inserted;
+
+	if (len < AMQ_BLOOM_HEADER_SIZE)
+		return AMQ_ERR_TRUNCATED;
+	if (memcmp(buf + OFF_MAGIC, AMQ_BLOOM_MAGIC, 4) != 0)
+		return AMQ_ERR_MAGIC;
+	if (buf[OFF_VERSION] != AMQ_BLOOM_VERSION)
+		return AMQ_ERR_VERSION;
+	layout = buf[OFF_LAYOUT];
+	if (layout != AMQ_BLOOM_LAYOUT_EMPTY &&
+		layout != AMQ_BLOOM_LAYOUT_BLOCKED &&
+		layout != AMQ_BLOOM_LAYOUT_CLASSIC)
+		return AMQ_ERR_LAYOUT;
+	if (buf[OFF_SCHEME] != AMQ_HASH_SCHEME_PG_EXTENDED)
+		return AMQ_ERR_HASH_SCHEME;
+	if (buf[OFF_FLAGS] != 0 || get_u16(buf + OFF_RESERVED) != 0)
+		return AMQ_ERR_RESERVED;
+
+	family = get_u32(buf + OFF_FAMILY);
+	hashes = get_u16(buf + OFF_HASHES);
+	seed = get_u64(buf + OFF_SEED);
+	nbits = get_u64(buf + OFF_NBITS);
+	capacity = get_u64(buf + OFF_CAPACITY);
+	fpr_bits = get_u64(buf + OFF_TARGET_FPR);
+	target_fpr = get_f64(buf + OFF_TARGET_FPR);
+	inserted = get_u64(buf + OFF_INSERTED);
+
+	if (layout == AMQ_BLOOM_LAYOUT_EMPTY)
+	{
+		/* one spelling only: every field zero (not even -0.0 for p) */
+		if (nbits != 0 || hashes != 0 || capacity != 0 || inserted != 0 ||
+			family != 0 || seed != 0 || fpr_bits != 0)
+			return AMQ_ERR_GEOMETRY;
+	}
+	else
+	{
+		uint64_t	align = (layout == AMQ_BLOOM_LAYOUT_BLOCKED) ?
+			AMQ_BLOOM_BLOCK_BITS : 64;
+
+		if (hashes < 1 || hashes > AMQ_BLOOM_MAX_HASHES)
+			return AMQ_ERR_GEOMETRY;
+		if (nbits == 0 || nbits % align != 0)
+			return AMQ_ERR_GEOMETRY;
+		if (nbits > MAX_NBITS)
+			return AMQ_ERR_GEOMETRY;
+		if (capacity < 1)
+			return AMQ_ERR_GEOMETRY;
+		/* written so that NaN fails too */
+		if (!(target_fpr > 0.0 && target_fpr < 1.0))
+			return AMQ_ERR_GEOMETRY;
+	}
+
+	if (family == 0 && inserted != 0)
+		return AMQ_ERR_UNBOUND_COUNT;
+
+	/* nbits <= MAX_NBITS, so this cannot overflow */
+	if (len != AMQ_BLOOM_HEADER_SIZE + (size_t) (nbits / 8))
+		return AMQ_ERR_LENGTH;
+
+	view->base = (uint8_t *) buf;
+	view->bits = (uint8_t *) buf + AMQ_BLOOM_HEADER_SIZE;
+	view->layout = layout;
+	view->hash_scheme = buf[OFF_SCHEME];
+	view->family = family;
+	view->hashes = hashes;
+	view->seed = seed;
+	view->nbits = nbits;
+	view->nblocks = (layout == AMQ_BLOOM_LAYOUT_BLOCKED) ?
+		nbits / AMQ_BLOOM_BLOCK_BITS : 0;
+	view->capacity = capacity;
+	view->target_fpr = target_fpr;
+	view->inserted = inserted;
+	return AMQ_OK;
+}
+
+/* ----------------------------------------------------------------
+ * Adding and probing.
+ * ----------------------------------------------------------------
+ */
+
+/* Keeps the header's family and count in step with the view. */
+static void
+sync_header(amq_bloom_view *view)
+{
+	put_u32(view->base + OFF_FAMILY, view->family);
+	put_u64(view->base + OFF_INSERTED, view->inserted);
+}
+
+/*
+ * Sets the key's k bits, binds an unbound filter to the family, counts the
+ * addition.  The sizeless empty filter has no bits: callers must not add to
+ * it (AMQ_ERR_NO_GEOMETRY is theirs to report); here it is a no-op rather
+ * than a division by zero.
+ */
+void
+amq_bloom_add(amq_bloom_view *view, uint64_t hash, uint32_t family)
+{
+	uint8_t    *bits = view->bits;
+	uint64_t	h1 = hash;
+	uint64_t	h2 = fmix64(hash);
+	uint32_t	k = view->hashes;
+	uint32_t	i;
+
+	if (view->nbits == 0)
+		return;
+
+	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
+	{
+		uint8_t    *block = bits + fastrange64(h1, view->nblocks) * BLOCK_BYTES;
+		uint64_t	w = h2;
+		uint64_t	salt = 0;
+		unsigned	left = BITS_PER_WORD;
+
+		for (i = 0; i < k; i++)
+		{
+			unsigned	bit;
+
+			if (left == 0)
+			{
+				salt += GOLDEN64;
+				w = fmix64(h2 + salt);
+				left = BITS_PER_WORD;
+			}
+			bit = (unsigned) (w >> 55);
+			w <<= 9;
+			left--;
+			block[bit >> 3] |= (uint8_t) (1u << (bit & 7));
+		}
+	}
+	else
+	{
+		uint64_t	x = h1;
+
+		for (i = 0; i < k; i++, x += h2)
+		{
+			uint64_t	pos = fastrange64(x, view->nbits);
+
+			bits[pos >> 3] |= (uint8_t) (1u << (pos & 7));
+		}
+	}
+
+	if (view->family == 0)
+		view->family = family;
+	view->inserted = add_saturating(view->inserted, 1);
+	sync_header(view);
+}
+
+/*
+ * true if all k bits are set.  Stops at the first clear bit: most probes of
+ * absent keys end after one or two bits.
+ */
+bool
+amq_bloom_may_contain(const amq_bloom_view *view, uint64_t hash)
+{
+	const uint8_t *bits = view->bits;
+	uint64_t	h1 = hash;
+	uint64_t	h2 = fmix64(hash);
+	uint32_t	k = view->hashes;
+	uint32_t	i;
+
+	if (view->nbits == 0)
+		return false;
+
+	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
+	{
+		const uint8_t *block = bits + fastrange64(h1, view->nblocks) * BLOCK_BYTES;
+		uint64_t	w = h2;
+		uint64_t	salt = 0;
+		unsigned	left = BITS_PER_WORD;
+
+		for (i = 0; i < k; i++)
+		{
+			unsigned	bit;
+
+			if (left == 0)
+			{
+				salt += GOLDEN64;
+				w = fmix64(h2 + salt);
+				left = BITS_PER_WORD;
+			}
+			bit = (unsigned) (w >> 55);
+			w <<= 9;
+			left--;
+			if ((block[bit >> 3] & (1u << (bit & 7))) == 0)
+				return false;
+		}
+	}
+	else
+	{
+		uint64_t	x = h1;
+
+		for (i = 0; i < k; i++, x += h2)
+		{
+			uint64_t	pos = fastrange64(x, view->nbits);
+
+			if ((bits[pos >> 3] & (1u << (pos & 7))) == 0)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* ----------------------------------------------------------------
+ * Merging.
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Two filters merge only if every key maps to the same bits in both, and
+ * their hashes mean the same equality (same family, or one still unbound).
+ */
+amq_status
+amq_bloom_compatible(const amq_bloom_view *dst, const amq_bloom_view *src)
+{
+	if (dst->layout == AMQ_BLOOM_LAYOUT_EMPTY ||
+		src->layout == AMQ_BLOOM_LAYOUT_EMPTY)
+		return AMQ_OK;
+
+	/* hash_scheme has one value today; comparing it costs nothing */
+	if (dst->layout != src->layout || dst->nbits != src->nbits ||
+		dst->hashes != src->hashes || dst->seed != src->seed ||
+		dst->hash_scheme != src->hash_scheme)
+		return AMQ_ERR_GEOMETRY_MISMATCH;
+
+	if (dst->family != src->family && dst->family != 0 && src->family != 0)
+		return AMQ_ERR_FAMILY_MISMATCH;
+	return AMQ_OK;
+}
+
+/* Clamps a byte range to the bit array; false if nothing is left. */
+static inline bool
+clamp_range(const amq_bloom_view *view, size_t *from, size_t *to)
+{
+	size_t		nbytes = amq_bloom_bits_bytes(view);
+
+	if (*to > nbytes)
+		*to = nbytes;
+	return *from < *to;
+}
+
+/* ORs src's bytes [from, to) into dst's, a word at a time. */
+void
+amq_bloom_union_bits(amq_bloom_view *dst, const amq_bloom_view *src,
+					 size_t from, size_t to)
+{
+	uint8_t    *d = dst->bits;
+	const uint8_t *s = src->bits;
+	size_t		i = from;
+
+	if (!clamp_range(dst, &from, &to))
+		return;
+	for (; i + 8 <= to; i += 8)
+		store_word(d + i, load_word(d + i) | load_word(s + i));
+	for (; i < to; i++)
+		d[i] |= s[i];
+}
+
+/* After all union slices: bind the family, add the counts. */
+void
+amq_bloom_union_finish(amq_bloom_view *dst, const amq_bloom_view *src)
+{
+	if (dst->family == 0)
+		dst->family = src->family;
+	dst->inserted = add_saturating(dst->inserted, src->inserted);
+	sync_header(dst);
+}
+
+/* ANDs src's bytes [from, to) into dst's, a word at a time. */
+void
+amq_bloom_intersect_bits(amq_bloom_view *dst, const amq_bloom_view *src,
+						 size_t from, size_t to)
+{
+	uint8_t    *d = dst->bits;
+	const uint8_t *s = src->bits;
+	size_t		i = from;
+
+	if (!clamp_range(dst, &from, &to))
+		return;
+	for (; i + 8 <= to; i += 8)
+		store_word(d + i, load_word(d + i) & load_word(s + i));
+	for (; i < to; i++)
+		d[i] &= s[i];
+}
+
+/*
+ * After all intersection slices: bind the family; the smaller count is an
+ * upper bound on the keys both sides saw.
+ */
+void
+amq_bloom_intersect_finish(amq_bloom_view *dst, const amq_bloom_view *src)
+{
+	if (dst->family == 0)
+		dst->family = src->family;
+	if (src->inserted < dst->inserted)
+		dst->inserted = src->inserted;
+	sync_header(dst);
+}
+
+/* ----------------------------------------------------------------
+ * Statistics.
+ * ----------------------------------------------------------------
+ */
+
+void
+amq_bloom_stats_begin(amq_bloom_stats_acc *acc)
+{
+	acc->bits_set = 0;
+	acc->fpr_sum = 0.0;
+}
+
+/*
+ * Counts set bits in bytes [from, to).  The blocked layout also sums each
+ * block's own fill^k, because its FPR is the mean over blocks, which the
+ * global fill underestimates when blocks fill unevenly.
+ */
+void
+amq_bloom_stats_accumulate(const amq_bloom_view *view,
+						   amq_bloom_stats_acc *acc,
+						   size_t from, size_t to)
+{
+	const uint8_t *bits = view->bits;
+	size_t		i;
+
+	if (!clamp_range(view, &from, &to))
+		return;
+
+	if (view->layout != AMQ_BLOOM_LAYOUT_BLOCKED)
+	{
+		acc->bits_set += popcount_range(bits, from, to);
+		return;
+	}
+
+	for (i = from; i < to; i += BLOCK_BYTES)
+	{
+		size_t		end = (i + BLOCK_BYTES < to) ? i + BLOCK_BYTES : to;
+		uint64_t	c = popcount_range(bits, i, end);
+
+		acc->bits_set += c;
+		acc->fpr_sum += ipow((double) c / AMQ_BLOOM_BLOCK_BITS, view->hashes);
+	}
+}
+
+/*
+ * Turns the counts into estimates.  The distinct-key estimate inverts the
+ * expected fill 1 - e^(-kn/m) (Swamidass and Baldi); a full filter carries
+ * no information about n, hence +inf.
+ */
+void
+amq_bloom_stats_end(const amq_bloom_view *view,
+					const amq_bloom_stats_acc *acc,
+					amq_bloom_stats *out)
+{
+	double		m = (double) view->nbits;
+	double		fill;
+
+	out->bits_set = acc->bits_set;
+	out->est_distinct = 0.0;
+	out->est_fpr = 0.0;
+	if (view->nbits == 0 || view->hashes == 0)
+		return;
+
+	fill = (double) acc->bits_set / m;
+	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
+		out->est_fpr = acc->fpr_sum / (double) view->nblocks;
+	else
+		out->est_fpr = ipow(fill, view->hashes);
+
+	if (acc->bits_set == 0)
+		out->est_distinct = 0.0;
+	else if (acc->bits_set >= view->nbits)
+		out->est_distinct = INFINITY;
+	else
+		out->est_distinct = -(m / (double) view->hashes) * log1p(-fill);
+}
