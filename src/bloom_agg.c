@@ -4,7 +4,8 @@
  *
  * The transition state is a filter the aggregate owns, allocated once in the
  * aggregate context and updated in place, so a row costs one hash and k bit
- * sets, never a copy of the filter.  Both aggregates share the state, its
+ * sets, never a copy of the filter.  Hashes are set in batches so that the
+ * cache misses of a large filter overlap instead of queueing.  Both aggregates share the state, its
  * serialization (the filter's own bytes, validated on the way back in) and
  * the merge used by the combine functions.  Because a union is an OR of bits
  * and a sum of counts, the order in which rows and partial states arrive does
@@ -28,8 +29,26 @@ PG_FUNCTION_INFO_V1(bloom_agg_serialfn);
 PG_FUNCTION_INFO_V1(bloom_agg_deserialfn);
 PG_FUNCTION_INFO_V1(bloom_agg_finalfn);
 
-/* The aggregate state is a filter the aggregate owns. */
-typedef AmqOwnedBloom BloomAggState;
+/*
+ * Hashes buffered before their bits are set.  Setting the bits of one key in
+ * a filter larger than the cache costs a memory round trip; a batch lets the
+ * core overlap those round trips (amq_bloom_add_many).
+ */
+#define BLOOM_AGG_BATCH 256
+
+/*
+ * The aggregate state: a filter the aggregate owns plus hashes not yet
+ * applied to it.  The logical filter is the bits plus the pending hashes;
+ * everything that reads the state applies them to a copy, so reading never
+ * changes the state.
+ */
+typedef struct BloomAggState
+{
+	AmqOwnedBloom filter;
+	uint32		pending_family;
+	int			npending;
+	uint64		pending[BLOOM_AGG_BATCH];
+} BloomAggState;
 
 /* The aggregate context, or an error for a call outside an aggregate. */
 static MemoryContext
@@ -48,8 +67,35 @@ state_copy(MemoryContext aggcxt, const amq_bloom_view *src)
 {
 	BloomAggState *state = MemoryContextAlloc(aggcxt, sizeof(BloomAggState));
 
-	amq_owned_bloom_copy(aggcxt, src, state);
+	amq_owned_bloom_copy(aggcxt, src, &state->filter);
+	state->npending = 0;
+	state->pending_family = 0;
 	return state;
+}
+
+/* Applies a state's pending hashes to a filter (the state's own or a copy). */
+static void
+apply_pending(const BloomAggState *state, amq_bloom_view *filter)
+{
+	amq_bloom_add_many(filter, state->pending, state->npending,
+					   state->pending_family);
+}
+
+/* The state's logical filter as a new varlena; the state is not changed. */
+static struct varlena *
+state_to_varlena(const BloomAggState *state)
+{
+	struct varlena *result = amq_bloom_to_varlena(&state->filter.view);
+	amq_bloom_view copy;
+
+	if (state->npending > 0)
+	{
+		if (amq_bloom_open((uint8 *) VARDATA(result), VARSIZE(result) - VARHDRSZ,
+						   &copy) != AMQ_OK)
+			elog(ERROR, "copied bloom filter failed validation");
+		apply_pending(state, &copy);
+	}
+	return result;
 }
 
 /*
@@ -63,16 +109,18 @@ state_merge(MemoryContext aggcxt, BloomAggState *state, const amq_bloom_view *sr
 
 	if (src->layout == AMQ_BLOOM_LAYOUT_EMPTY)
 		return;
-	if (state->view.layout == AMQ_BLOOM_LAYOUT_EMPTY)
+	if (state->filter.view.layout == AMQ_BLOOM_LAYOUT_EMPTY)
 	{
-		pfree(state->alloc);
-		amq_owned_bloom_copy(aggcxt, src, state);
+		/* only bloom_union_agg has such states, and they have no hashes pending */
+		Assert(state->npending == 0);
+		pfree(state->filter.alloc);
+		amq_owned_bloom_copy(aggcxt, src, &state->filter);
 		return;
 	}
-	status = amq_bloom_compatible(&state->view, src);
+	status = amq_bloom_compatible(&state->filter.view, src);
 	if (status != AMQ_OK)
-		amq_report_mismatch(status, &state->view, src);
-	amq_bloom_merge(&state->view, src, false);
+		amq_report_mismatch(status, &state->filter.view, src);
+	amq_bloom_merge(&state->filter.view, src, false);
 }
 
 /* Errors unless a row's n, p and layout are those the group started with. */
@@ -124,24 +172,32 @@ bloom_agg_transfn(PG_FUNCTION_ARGS)
 			amq_report_sizing("bloom filter", status, n, p);
 
 		state = MemoryContextAlloc(aggcxt, sizeof(BloomAggState));
-		amq_owned_bloom_alloc(aggcxt, params.bytes, state);
-		amq_bloom_init(state->view.base, &params, (uint64) n, p,
+		amq_owned_bloom_alloc(aggcxt, params.bytes, &state->filter);
+		amq_bloom_init(state->filter.view.base, &params, (uint64) n, p,
 					   AMQ_BLOOM_DEFAULT_SEED);
-		status = amq_bloom_open(state->view.base, params.bytes, &state->view);
+		status = amq_bloom_open(state->filter.view.base, params.bytes,
+								&state->filter.view);
 		if (status != AMQ_OK)
 			elog(ERROR, "new bloom filter failed validation: %s",
 				 amq_status_text(status));
+		state->npending = 0;
+		state->pending_family = 0;
 	}
 	else
-		check_same_sizing(&state->view, n, p, layout);
+		check_same_sizing(&state->filter.view, n, p, layout);
 
 	if (!PG_ARGISNULL(1))
 	{
 		AmqHasher  *hasher = amq_hasher_get(fcinfo, 1);
 
-		amq_bloom_add(&state->view,
-					  amq_hash_datum(hasher, PG_GETARG_DATUM(1), state->view.seed),
-					  hasher->family);
+		if (state->npending == BLOOM_AGG_BATCH)
+		{
+			apply_pending(state, &state->filter.view);
+			state->npending = 0;
+		}
+		state->pending_family = hasher->family;
+		state->pending[state->npending++] =
+			amq_hash_datum(hasher, PG_GETARG_DATUM(1), state->filter.view.seed);
 	}
 	PG_RETURN_POINTER(state);
 }
@@ -164,13 +220,19 @@ combine(FunctionCallInfo fcinfo, bool same_sizing)
 		PG_RETURN_POINTER(s1);
 	}
 	if (s1 == NULL)
-		PG_RETURN_POINTER(state_copy(aggcxt, &s2->view));
+	{
+		s1 = state_copy(aggcxt, &s2->filter.view);
+		apply_pending(s2, &s1->filter.view);
+		PG_RETURN_POINTER(s1);
+	}
 
 	/* bloom_agg: rows seen by different workers must agree as in a serial scan */
 	if (same_sizing)
-		check_same_sizing(&s1->view, (int64) s2->view.capacity,
-						  s2->view.target_fpr, s2->view.layout);
-	state_merge(aggcxt, s1, &s2->view);
+		check_same_sizing(&s1->filter.view, (int64) s2->filter.view.capacity,
+						  s2->filter.view.target_fpr, s2->filter.view.layout);
+	state_merge(aggcxt, s1, &s2->filter.view);
+	/* s2's pending hashes go straight into s1's bits; s1 keeps its own */
+	apply_pending(s2, &s1->filter.view);
 	PG_RETURN_POINTER(s1);
 }
 
@@ -216,7 +278,7 @@ bloom_agg_serialfn(PG_FUNCTION_ARGS)
 {
 	BloomAggState *state = (BloomAggState *) PG_GETARG_POINTER(0);
 
-	PG_RETURN_BYTEA_P(amq_bloom_to_varlena(&state->view));
+	PG_RETURN_BYTEA_P(state_to_varlena(state));
 }
 
 /* bloom_agg_deserialfn(bytea, internal): validated like any binary input */
@@ -251,5 +313,5 @@ bloom_agg_finalfn(PG_FUNCTION_ARGS)
 		PG_RETURN_POINTER(result);
 	}
 	state = (BloomAggState *) PG_GETARG_POINTER(0);
-	PG_RETURN_POINTER(amq_bloom_to_varlena(&state->view));
+	PG_RETURN_POINTER(state_to_varlena(state));
 }

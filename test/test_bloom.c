@@ -1318,6 +1318,7 @@ test_determinism(void)
 		filter		fwd,
 					rev,
 					shuf,
+					batch,
 					half1,
 					half2;
 		size_t		i;
@@ -1328,6 +1329,7 @@ test_determinism(void)
 		if (!filter_make(&fwd, N, 0.01, layout) ||
 			!filter_make(&rev, N, 0.01, layout) ||
 			!filter_make(&shuf, N, 0.01, layout) ||
+			!filter_make(&batch, N, 0.01, layout) ||
 			!filter_make(&half1, N, 0.01, layout) ||
 			!filter_make(&half2, N, 0.01, layout))
 		{
@@ -1351,6 +1353,22 @@ test_determinism(void)
 		}
 		for (i = 0; i < N; i++)
 			amq_bloom_add(&shuf.view, keys[i], FAMILY_A);
+		/* batched adds of uneven sizes, as an aggregate's buffer flushes them */
+		{
+			size_t		sizes[] = {0, 1, 7, 8, 9, 255, 256, 3000};
+			size_t		next = 0,
+						at = 0;
+
+			while (at < N)
+			{
+				size_t		len = sizes[next++ % (sizeof(sizes) / sizeof(sizes[0]))];
+
+				if (len > N - at)
+					len = N - at;
+				amq_bloom_add_many(&batch.view, keys + at, len, FAMILY_A);
+				at += len;
+			}
+		}
 		/* split like two parallel workers, interleaved, then combined */
 		for (i = 0; i < N; i++)
 			amq_bloom_add(i % 3 == 0 ? &half1.view : &half2.view, keys[i], FAMILY_A);
@@ -1360,11 +1378,13 @@ test_determinism(void)
 
 		CHECK(memcmp(fwd.buf, rev.buf, fwd.len) == 0);
 		CHECK(memcmp(fwd.buf, shuf.buf, fwd.len) == 0);
+		CHECK(memcmp(fwd.buf, batch.buf, fwd.len) == 0);
 		CHECK(memcmp(fwd.buf, half2.buf, fwd.len) == 0);
 
 		filter_free(&fwd);
 		filter_free(&rev);
 		filter_free(&shuf);
+		filter_free(&batch);
 		filter_free(&half1);
 		filter_free(&half2);
 		free(keys);

@@ -673,23 +673,15 @@ sync_header(amq_bloom_view *view)
 	put_u64(view->base + OFF_INSERTED, view->inserted);
 }
 
-/*
- * Sets the key's k bits, binds an unbound filter to the family, counts the
- * addition.  The sizeless empty filter has no bits: callers must not add to
- * it (AMQ_ERR_NO_GEOMETRY is theirs to report); here it is a no-op rather
- * than a division by zero.
- */
-void
-amq_bloom_add(amq_bloom_view *view, uint64_t hash, uint32_t family)
+/* Sets the key's k bits (the filter must have bits). */
+static inline void
+set_bits(const amq_bloom_view *view, uint64_t hash)
 {
 	uint8_t    *bits = view->bits;
 	uint64_t	h1 = hash;
 	uint64_t	h2 = fmix64(hash);
 	uint32_t	k = view->hashes;
 	uint32_t	i;
-
-	if (view->nbits == 0)
-		return;
 
 	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
 	{
@@ -726,9 +718,76 @@ amq_bloom_add(amq_bloom_view *view, uint64_t hash, uint32_t family)
 		}
 	}
 
+}
+
+/*
+ * Sets the key's k bits, binds an unbound filter to the family, counts the
+ * addition.  The sizeless empty filter has no bits: callers must not add to
+ * it (AMQ_ERR_NO_GEOMETRY is theirs to report); here it is a no-op rather
+ * than a division by zero.
+ */
+void
+amq_bloom_add(amq_bloom_view *view, uint64_t hash, uint32_t family)
+{
+	if (view->nbits == 0)
+		return;
+	set_bits(view, hash);
 	if (view->family == 0)
 		view->family = family;
 	view->inserted = add_saturating(view->inserted, 1);
+	sync_header(view);
+}
+
+/* Hints the cache line(s) a key will touch; a no-op where unsupported. */
+static inline void
+prefetch_key(const amq_bloom_view *view, uint64_t hash)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
+		__builtin_prefetch(view->bits + fastrange64(hash, view->nblocks) * BLOCK_BYTES, 1);
+	else
+	{
+		uint64_t	h2 = fmix64(hash);
+		uint64_t	x = hash;
+		uint32_t	i;
+
+		for (i = 0; i < view->hashes; i++, x += h2)
+			__builtin_prefetch(view->bits + (fastrange64(x, view->nbits) >> 3), 1);
+	}
+#else
+	(void) view;
+	(void) hash;
+#endif
+}
+
+/*
+ * Adds count keys: the same bits, family and count as count calls of
+ * amq_bloom_add, but with the cache lines of keys ADD_PREFETCH_DISTANCE
+ * ahead requested in advance.  Adding one key to a filter larger than the
+ * cache is one memory round trip; issuing several at once overlaps them.
+ * (8 measured as good as 16 or 32 on a 12 MB filter.)
+ */
+#define ADD_PREFETCH_DISTANCE 8
+
+void
+amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes, size_t count,
+				   uint32_t family)
+{
+	size_t		i;
+
+	if (view->nbits == 0 || count == 0)
+		return;
+	for (i = 0; i < count && i < ADD_PREFETCH_DISTANCE; i++)
+		prefetch_key(view, hashes[i]);
+	for (i = 0; i < count; i++)
+	{
+		if (i + ADD_PREFETCH_DISTANCE < count)
+			prefetch_key(view, hashes[i + ADD_PREFETCH_DISTANCE]);
+		set_bits(view, hashes[i]);
+	}
+	if (view->family == 0)
+		view->family = family;
+	view->inserted = add_saturating(view->inserted, (uint64_t) count);
 	sync_header(view);
 }
 

@@ -125,6 +125,13 @@ extern amq_status amq_bloom_open(const uint8_t *buf, size_t len,
  */
 extern void amq_bloom_add(amq_bloom_view *view, uint64_t hash, uint32_t family);
 
+/*
+ * Adds count keys with the same result as count calls of amq_bloom_add, but
+ * overlapping their cache misses (for aggregates that buffer hashes).
+ */
+extern void amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes,
+							   size_t count, uint32_t family);
+
 /* false means the key was certainly never added. */
 extern bool amq_bloom_may_contain(const amq_bloom_view *view, uint64_t hash);
 
