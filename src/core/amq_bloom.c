@@ -287,34 +287,56 @@ classic_bits(double n, double p, unsigned k)
 
 /*
  * Model FPR of a blocked filter whose keys per block are Poisson(lambda):
- * sum over j of P(j keys) * (1 - (1 - 1/512)^(jk))^k.  The sum runs over
- * lambda +- (10 sqrt(lambda) + 10), outside which the Poisson mass is
- * negligible; the pmf and (1 - 1/512)^(jk) are carried by recurrence from
+ * the sum over j of P(j keys in a block) * E[fill^k], fill being the share of
+ * the block's 512 bits set by j keys' j*k bit choices.  The textbook model
+ * takes E[fill^k] = E[fill]^k, which by Jensen's inequality understates it:
+ * measured rates came out 1%, 2%, 6% and 10% above that model at p = 1e-2 ..
+ * 1e-5.  A second-order (delta method) term corrects for the variance of the
+ * fill:  E[f^k] ~ mu^k (1 + k(k-1)/2 var/mu^2), with mu and var from the
+ * occupancy of t = j*k balls in 512 bins:
+ *	 empty = 512 a, var(empty) = 512 a + 512*511 b - 512^2 a^2,
+ *	 a = (1 - 1/512)^t, b = (1 - 2/512)^t.
+ * The sum runs over lambda +- (10 sqrt(lambda) + 10), outside which the
+ * Poisson mass is negligible; the pmf, a and b are carried by recurrence from
  * the first term, so each term costs a few multiplications.
  */
 static double
 blocked_fpr(double lambda, unsigned k)
 {
+	const double m = AMQ_BLOOM_BLOCK_BITS;
 	double		spread = 10.0 * sqrt(lambda) + 10.0;
 	double		jlo = floor(lambda - spread);
 	double		jhi = ceil(lambda + spread);
-	double		qk;				/* (1 - 1/512)^k: one key's share of a bit */
-	double		qpow;			/* qk^j */
+	double		qa,
+				qb;				/* per-key factors of a and b */
+	double		a,
+				b;
 	double		pmf;
 	double		sum = 0.0;
 	double		j;
 
 	if (jlo < 0.0)
 		jlo = 0.0;
-	qk = exp((double) k * log1p(-1.0 / AMQ_BLOOM_BLOCK_BITS));
-	qpow = exp(jlo * (double) k * log1p(-1.0 / AMQ_BLOOM_BLOCK_BITS));
+	qa = exp((double) k * log1p(-1.0 / m));
+	qb = exp((double) k * log1p(-2.0 / m));
+	a = exp(jlo * (double) k * log1p(-1.0 / m));
+	b = exp(jlo * (double) k * log1p(-2.0 / m));
 	pmf = exp(jlo * log(lambda) - lambda - lgamma(jlo + 1.0));
 
 	for (j = jlo; j <= jhi; j += 1.0)
 	{
-		sum += pmf * ipow(1.0 - qpow, k);
+		double		mu = 1.0 - a;
+
+		if (mu > 0.0)
+		{
+			double		var = (m * a + m * (m - 1.0) * b - m * m * a * a) / (m * m);
+			double		corr = 1.0 + 0.5 * (double) k * ((double) k - 1.0) * var / (mu * mu);
+
+			sum += pmf * ipow(mu, k) * corr;
+		}
 		pmf *= lambda / (j + 1.0);
-		qpow *= qk;
+		a *= qa;
+		b *= qb;
 	}
 	return sum;
 }
