@@ -1,0 +1,288 @@
+# shellcheck shell=bash
+# test/lib.sh: helpers shared by amqfilter's test, demo and benchmark scripts.
+#
+# Source it from a bash script that runs with `set -euo pipefail`:
+#
+#   ensure_packages      install PostgreSQL 15, its server headers and a C toolchain
+#   build_and_install    warning-free build of the extension, then `make install`
+#   pgxs_make ARGS...    make in the repository against PostgreSQL 15
+#   start_cluster [SETTING...]
+#                        throwaway PostgreSQL 15 cluster on a free port, stopped on exit
+#   stop_cluster         stop it and remove its files (safe to call twice)
+#   run_psql ARGS...     psql that ignores ~/.psqlrc and stops at the first error
+#   exec_ms SQL          server-side execution time of one run of SQL, in ms
+#   median_exec_ms RUNS SQL
+#                        median of RUNS such times
+#
+# The cluster never runs as root: as root it runs as the `postgres` system user that
+# Debian's package creates, otherwise as the calling user.
+
+PG_BIN=/usr/lib/postgresql/15/bin
+PG_CONFIG=$PG_BIN/pg_config
+export PG_BIN PG_CONFIG
+
+AMQ_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Debian packages the build and the tests need (gcc brings libasan and libubsan along
+# through libgcc-12-dev; iproute2 provides ss, used to find a free port).
+AMQ_PACKAGES=(postgresql-15 postgresql-server-dev-15 make gcc libc6-dev iproute2)
+
+# First port tried for a throwaway cluster, and how many to try after it.
+AMQ_FIRST_PORT=55432
+AMQ_PORT_TRIES=200
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# ---------------------------------------------------------------------------
+# Packages
+# ---------------------------------------------------------------------------
+
+# Print the packages whose telltale file or command is missing, one a line.  File
+# checks rather than dpkg keep this cheap and make it work where PostgreSQL was not
+# installed from Debian packages.
+missing_packages() {
+	local includedir=
+	[ -x "$PG_BIN/postgres" ] && [ -x "$PG_BIN/initdb" ] && [ -x "$PG_BIN/pg_ctl" ] \
+		|| echo postgresql-15
+	if [ -x "$PG_CONFIG" ]; then
+		includedir=$("$PG_CONFIG" --includedir-server)
+	fi
+	[ -n "$includedir" ] && [ -f "$includedir/postgres.h" ] \
+		&& [ -f "$("$PG_CONFIG" --pgxs)" ] || echo postgresql-server-dev-15
+	command -v make >/dev/null || echo make
+	command -v gcc >/dev/null || echo gcc
+	[ -f /usr/include/stdio.h ] || echo libc6-dev
+	command -v ss >/dev/null || echo iproute2
+}
+
+# Install what the build and the tests need, touching apt only when something is missing.
+ensure_packages() {
+	local missing
+	missing=$(missing_packages | tr '\n' ' ')
+	if [ -z "$missing" ]; then
+		log "packages: PostgreSQL 15, server headers and toolchain present"
+		return 0
+	fi
+	if ! is_root; then
+		die "missing: ${missing% }; install them first, e.g." \
+			"sudo apt-get install ${AMQ_PACKAGES[*]} (or run this script with sudo)"
+	fi
+	log "packages: installing ${AMQ_PACKAGES[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update
+	apt-get install -y --no-install-recommends "${AMQ_PACKAGES[@]}"
+	missing=$(missing_packages | tr '\n' ' ')
+	[ -z "$missing" ] || die "still missing after apt-get install: $missing"
+}
+
+# ---------------------------------------------------------------------------
+# Build
+# ---------------------------------------------------------------------------
+
+pgxs_make() {
+	make --no-print-directory -C "$AMQ_ROOT" PG_CONFIG="$PG_CONFIG" "$@"
+}
+
+# Clean build that fails on any compiler warning, then install into PostgreSQL 15.
+# The compiler's output goes to stdout, or to stderr when the build fails.
+build_and_install() {
+	local output status=0
+
+	pgxs_make clean >/dev/null
+	log "build: make"
+	output=$(pgxs_make 2>&1) || status=$?
+	if [ "$status" -ne 0 ]; then
+		printf '%s\n' "$output" >&2
+		echo "build failed (make exited with $status)" >&2
+		return 1
+	fi
+	if grep -q 'warning:' <<<"$output"; then
+		printf '%s\n' "$output" >&2
+		echo "build printed compiler warnings; the build must be warning-free:" >&2
+		grep 'warning:' <<<"$output" >&2
+		return 1
+	fi
+	printf '%s\n' "$output"
+
+	log "build: make install"
+	if ! pgxs_make install; then
+		if is_root; then
+			echo "make install failed" >&2
+		else
+			echo "make install failed: run as root (sudo) or make" \
+				"$("$PG_CONFIG" --pkglibdir) and $("$PG_CONFIG" --sharedir)/extension" \
+				"writable for $(id -un)" >&2
+		fi
+		return 1
+	fi
+}
+
+# ---------------------------------------------------------------------------
+# Throwaway cluster
+# ---------------------------------------------------------------------------
+
+AMQ_CLUSTER_DIR=
+
+# The user the server runs as: never root.
+cluster_owner() {
+	if is_root; then echo postgres; else id -un; fi
+}
+
+as_cluster_owner() {
+	if is_root; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# True when PORT is in use: a listening TCP socket, or a PostgreSQL unix socket (or
+# its lock file) for that port anywhere, including other throwaway clusters, which
+# listen on no TCP port at all.
+port_in_use() {
+	local port=$1
+	[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && return 0
+	ss -Hlx 2>/dev/null | grep -q "\.s\.PGSQL\.$port\b" && return 0
+	local dir
+	for dir in /tmp /var/run/postgresql; do
+		[ -e "$dir/.s.PGSQL.$port" ] || [ -e "$dir/.s.PGSQL.$port.lock" ] && return 0
+	done
+	return 1
+}
+
+find_free_port() {
+	local port
+	for ((port = AMQ_FIRST_PORT; port < AMQ_FIRST_PORT + AMQ_PORT_TRIES; port++)); do
+		if ! port_in_use "$port"; then
+			echo "$port"
+			return 0
+		fi
+	done
+	echo "no free port in $AMQ_FIRST_PORT..$((port - 1))" >&2
+	return 1
+}
+
+# Start a throwaway cluster and point the libpq environment at it.  Extra arguments
+# are postgresql.conf lines ("work_mem = '64MB'") appended after the defaults, so
+# they win.  Two scripts may each run one at the same time: each has its own data
+# and socket directories.
+start_cluster() {
+	local owner port data sockdir setting
+
+	[ -z "$AMQ_CLUSTER_DIR" ] || die "start_cluster: a cluster is already running"
+	owner=$(cluster_owner)
+	port=$(find_free_port)
+
+	AMQ_CLUSTER_DIR=$(mktemp -d /tmp/amqfilter-pg.XXXXXX)
+	trap stop_cluster EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	data=$AMQ_CLUSTER_DIR/data
+	sockdir=$AMQ_CLUSTER_DIR/socket
+	mkdir "$data" "$sockdir"
+	chmod 700 "$data"
+	# mktemp makes the directory 0700: the server's user must be able to enter it.
+	chmod 755 "$AMQ_CLUSTER_DIR"
+	is_root && chown -R "$owner:" "$AMQ_CLUSTER_DIR"
+
+	log "cluster: initdb in $data (owner $owner)"
+	as_cluster_owner "$PG_BIN/initdb" --pgdata="$data" --username="$owner" \
+		--auth=trust --encoding=UTF8 --locale=C --no-sync >"$AMQ_CLUSTER_DIR/initdb.log" 2>&1 \
+		|| { cat "$AMQ_CLUSTER_DIR/initdb.log" >&2; die "initdb failed"; }
+
+	{
+		echo "# throwaway cluster for amqfilter's tests"
+		echo "listen_addresses = ''"
+		echo "port = $port"
+		echo "unix_socket_directories = '$sockdir'"
+		echo "fsync = off"
+		echo "synchronous_commit = off"
+		echo "full_page_writes = off"
+		echo "shared_buffers = '128MB'"
+		echo "work_mem = '16MB'"
+		echo "maintenance_work_mem = '256MB'"
+		echo "max_wal_size = '2GB'"
+		echo "checkpoint_timeout = '30min'"
+		# The regression tests force parallel plans.
+		echo "max_worker_processes = 8"
+		echo "max_parallel_workers = 4"
+		echo "max_parallel_workers_per_gather = 2"
+		echo "log_min_messages = warning"
+		for setting in "$@"; do
+			echo "$setting"
+		done
+	} >>"$data/postgresql.conf"
+
+	log "cluster: starting on port $port, socket in $sockdir"
+	if ! as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$data" --log="$AMQ_CLUSTER_DIR/server.log" \
+		--wait --timeout=60 start >/dev/null; then
+		tail -n 50 "$AMQ_CLUSTER_DIR/server.log" >&2 || true
+		die "the server did not start"
+	fi
+
+	export PGHOST=$sockdir PGPORT=$port PGUSER=$owner PGDATABASE=postgres
+	wait_until_ready
+}
+
+wait_until_ready() {
+	local i
+	for ((i = 0; i < 60; i++)); do
+		if "$PG_BIN/pg_isready" --quiet; then
+			return 0
+		fi
+		sleep 0.5
+	done
+	tail -n 50 "$AMQ_CLUSTER_DIR/server.log" >&2 || true
+	die "the server is not accepting connections on $PGHOST port $PGPORT"
+}
+
+# Stop the throwaway cluster and remove its files.  Runs from the EXIT trap, so it
+# must not fail, and does nothing when no cluster is running.
+stop_cluster() {
+	local dir=$AMQ_CLUSTER_DIR
+	[ -n "$dir" ] || return 0
+	AMQ_CLUSTER_DIR=
+	if [ -f "$dir/data/postmaster.pid" ]; then
+		as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$dir/data" --mode=fast --wait \
+			--timeout=60 stop >/dev/null 2>&1 \
+			|| as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$dir/data" --mode=immediate \
+				--wait stop >/dev/null 2>&1 \
+			|| echo "warning: could not stop the server in $dir/data" >&2
+	fi
+	rm -rf "$dir"
+	unset PGHOST PGPORT PGUSER PGDATABASE
+	log "cluster: stopped and removed"
+}
+
+# ---------------------------------------------------------------------------
+# SQL
+# ---------------------------------------------------------------------------
+
+run_psql() {
+	"$PG_BIN/psql" -X -v ON_ERROR_STOP=1 "$@"
+}
+
+# Execution time of one run of SQL in milliseconds, as EXPLAIN (ANALYZE, TIMING OFF)
+# reports it: planning and sending rows to the client are not included, and no
+# per-node clock reads distort it.
+exec_ms() {
+	local sql=$1 ms
+	ms=$(run_psql -At -c "EXPLAIN (ANALYZE, TIMING OFF) $sql" \
+		| sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p')
+	[ -n "$ms" ] || die "no execution time reported for: $sql"
+	echo "$ms"
+}
+
+median_exec_ms() {
+	local runs=$1 sql=$2 i
+	for ((i = 0; i < runs; i++)); do
+		exec_ms "$sql"
+	done | sort -g | awk '{ t[NR] = $1 }
+		END {
+			if (NR == 0) exit 1
+			printf "%.1f\n", (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
+		}'
+}

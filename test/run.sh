@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# test/run.sh: amqfilter's whole test run.
+#
+#   sudo bash test/run.sh
+#
+# Installs PostgreSQL 15 and a C toolchain when missing (as root), builds and installs
+# the extension (any compiler warning fails the build), runs the core unit tests plain
+# and under ASan/UBSan, then the pg_regress suite against a throwaway cluster.  A
+# failed step does not stop the ones that do not depend on it.  The last line is
+#
+#   amqfilter: N passed, M failed
+#
+# counting steps; the exit status is non-zero when any step failed.
+set -euo pipefail
+
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+PASSED=0
+FAILED=0
+SUMMARY=()
+
+record() {
+	local verdict=$1 name=$2 note=$3
+	if [ "$verdict" = ok ]; then
+		PASSED=$((PASSED + 1))
+	else
+		FAILED=$((FAILED + 1))
+	fi
+	SUMMARY+=("$(printf '%-5s %-14s %s' "$verdict" "$name" "$note")")
+}
+
+# run_step NAME COMMAND...: run COMMAND in a subshell with errexit in force (a
+# cluster it starts is stopped when the subshell exits) and record the outcome.
+run_step() {
+	local name=$1 start=$SECONDS status=0
+	shift
+	printf '\n===== %s =====\n' "$name"
+	set +e
+	(
+		set -e
+		"$@"
+	)
+	status=$?
+	set -e
+	if [ "$status" -eq 0 ]; then
+		record ok "$name" "$((SECONDS - start))s"
+	else
+		record FAIL "$name" "exit status $status after $((SECONDS - start))s"
+	fi
+	return "$status"
+}
+
+skip_step() {
+	local name=$1 reason=$2
+	printf '\n===== %s =====\nnot run: %s\n' "$name" "$reason"
+	record FAIL "$name" "not run: $reason"
+}
+
+# pg_regress against a throwaway cluster; on failure show what differed.
+regression_tests() {
+	start_cluster
+	if ! pgxs_make installcheck; then
+		local diffs=$AMQ_ROOT/regression.diffs
+		if [ -f "$diffs" ]; then
+			echo "----- $diffs (first 200 lines) -----"
+			head -n 200 "$diffs"
+		fi
+		return 1
+	fi
+	stop_cluster
+}
+
+main() {
+	local built=yes
+
+	run_step packages ensure_packages || true
+	run_step build build_and_install || built=no
+	run_step unittest pgxs_make unittest || true
+	run_step unittest-asan pgxs_make unittest-asan || true
+	if [ "$built" = yes ]; then
+		run_step installcheck regression_tests || true
+	else
+		skip_step installcheck "the extension did not build or install"
+	fi
+
+	printf '\n===== summary =====\n'
+	printf '%s\n' "${SUMMARY[@]}"
+	echo "amqfilter: $PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ]
+}
+
+main "$@"
