@@ -13,6 +13,7 @@
 #   exec_ms SQL          server-side execution time of one run of SQL, in ms
 #   median_exec_ms RUNS SQL
 #                        median of RUNS such times
+#   median               median of the numbers on standard input
 #
 # The cluster never runs as root: as root it runs as the `postgres` system user that
 # Debian's package creates, otherwise as the calling user.
@@ -280,7 +281,12 @@ median_exec_ms() {
 	local runs=$1 sql=$2 i
 	for ((i = 0; i < runs; i++)); do
 		exec_ms "$sql"
-	done | sort -g | awk '{ t[NR] = $1 }
+	done | median
+}
+
+# median: the median of the numbers on standard input, one a line.
+median() {
+	sort -g | awk '{ t[NR] = $1 }
 		END {
 			if (NR == 0) exit 1
 			printf "%.1f\n", (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
