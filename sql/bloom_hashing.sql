@@ -9,6 +9,10 @@ SELECT bloom_agg(x, 100, 0.01) @> 5::int2 AS int2,
 SELECT bloom_agg(x, 100, 0.01) @> (-5)::int8 AS int8,
        bloom_agg(x, 100, 0.01) @> (-5)::int4 AS int4
   FROM (VALUES ((-5)::int2)) v(x);
+-- filters of equal values of any width are the same bytes
+SELECT bloom_agg(g::int2, 1000, 0.01)::bytea = bloom_agg(g::int4, 1000, 0.01)::bytea AS int2_int4,
+       bloom_agg(g::int4, 1000, 0.01)::bytea = bloom_agg(g::int8, 1000, 0.01)::bytea AS int4_int8
+  FROM generate_series(-500, 500) g;
 -- int8 values beyond the int4 range get a full 64-bit hash: PostgreSQL's own
 -- int8 hash folds 4294967291 onto -5 and 4294967297 onto 0, a filter does not
 SELECT bloom_agg(x, 100, 0.01) @> 4294967291::int8 AS folded_absent,

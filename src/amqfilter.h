@@ -46,7 +46,8 @@ typedef struct AmqHasher
 {
 	Oid			type;			/* type the hash function was looked up for */
 	Oid			collation;
-	bool		wide_int8;		/* int8: full 64-bit hash outside int4 range */
+	int			int_width;		/* 2, 4 or 8 for the integer family's own
+								 * hash functions (computed inline), else 0 */
 	uint32		family;			/* stable id of the hash operator family */
 	char		family_name[2 * NAMEDATALEN + 2];	/* "schema.family" */
 	FmgrInfo	proc;			/* extended (64-bit, seeded) hash support */

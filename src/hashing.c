@@ -16,7 +16,9 @@
  *
  * One refinement: int8 values outside the int4 range get a full 64-bit hash
  * instead of PostgreSQL's, which folds them to 32 bits (see amq_hash.h).
- * Equality is unaffected: such values cannot equal an int2 or int4.
+ * Equality is unaffected: such values cannot equal an int2 or int4.  The
+ * integer types are also hashed inline rather than through fmgr: they are
+ * the common case of a join key, and the call costs as much as the hash.
  *
  * The lookup runs once per call site: the result is cached in fn_extra.
  */
@@ -24,6 +26,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_opfamily.h"
+#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -77,8 +80,19 @@ hasher_init(AmqHasher *hasher, Oid type, Oid collation, MemoryContext mcxt)
 
 	hasher->type = type;
 	hasher->collation = collation;
-	/* int8 and domains over it: whatever is hashed by int8's function */
-	hasher->wide_int8 = (tce->hash_extended_proc == F_HASHINT8EXTENDED);
+	/*
+	 * Values hashed by the integer family's functions (int2, int4, int8 and
+	 * domains over them) are hashed inline: the same result as the function,
+	 * without a function call per value.
+	 */
+	if (tce->hash_extended_proc == F_HASHINT8EXTENDED)
+		hasher->int_width = 8;
+	else if (tce->hash_extended_proc == F_HASHINT4EXTENDED)
+		hasher->int_width = 4;
+	else if (tce->hash_extended_proc == F_HASHINT2EXTENDED)
+		hasher->int_width = 2;
+	else
+		hasher->int_width = 0;
 	hasher->family = family_id(hasher->family_name);
 	fmgr_info_cxt(tce->hash_extended_proc, &hasher->proc, mcxt);
 }
@@ -113,12 +127,30 @@ amq_hasher_get(FunctionCallInfo fcinfo, int argno)
 uint64
 amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed)
 {
-	if (hasher->wide_int8)
+	if (hasher->int_width != 0)
 	{
-		int64		v = DatumGetInt64(value);
+		int64		v;
 
-		if (v < PG_INT32_MIN || v > PG_INT32_MAX)
-			return amq_hash_wide_int64(v, seed);
+		switch (hasher->int_width)
+		{
+			case 8:
+				v = DatumGetInt64(value);
+				if (v < PG_INT32_MIN || v > PG_INT32_MAX)
+					return amq_hash_wide_int64(v, seed);
+				break;
+			case 4:
+				v = DatumGetInt32(value);
+				break;
+			default:
+				v = DatumGetInt16(value);
+				break;
+		}
+
+		/*
+		 * What hashint2/4/8extended compute for a value in the int4 range
+		 * (hashint8extended's folding leaves such a value unchanged).
+		 */
+		return hash_uint32_extended((uint32) (int32) v, seed);
 	}
 	return DatumGetUInt64(FunctionCall2Coll((FmgrInfo *) &hasher->proc,
 											hasher->collation, value,
