@@ -45,7 +45,7 @@ EXPLAIN (COSTS OFF) SELECT bloom_union_agg(f) FROM many_filters;
 SELECT bloom_union_agg(f)::bytea = (SELECT blocked FROM serial_result) AS identical
   FROM many_filters;
 
--- a worker that sees no rows contributes nothing
+-- no rows at all, in parallel: the sizeless empty filter
 SELECT (bloom_info(bloom_agg(id, 100, 0.01))).layout FROM big WHERE id < 0;
 
 -- mismatched sizing is caught even when the rows are split among workers

@@ -695,6 +695,45 @@ sync_header(amq_bloom_view *view)
 	put_u64(view->base + OFF_INSERTED, view->inserted);
 }
 
+/*
+ * The bit indexes of a key inside its block: 9-bit fields from the top of
+ * h2, then of fmix64(h2 + j * GOLDEN64), j = 1, 2, ..., seven per word
+ * (see the file header and FORMAT.md).
+ */
+typedef struct block_bits
+{
+	uint64_t	h2;
+	uint64_t	word;
+	uint64_t	salt;
+	unsigned	left;			/* fields left in word */
+} block_bits;
+
+static inline void
+block_bits_start(block_bits *s, uint64_t h2)
+{
+	s->h2 = h2;
+	s->word = h2;
+	s->salt = 0;
+	s->left = BITS_PER_WORD;
+}
+
+static inline unsigned
+block_bits_next(block_bits *s)
+{
+	unsigned	bit;
+
+	if (s->left == 0)
+	{
+		s->salt += GOLDEN64;
+		s->word = fmix64(s->h2 + s->salt);
+		s->left = BITS_PER_WORD;
+	}
+	bit = (unsigned) (s->word >> 55);
+	s->word <<= 9;
+	s->left--;
+	return bit;
+}
+
 /* Sets the key's k bits (the filter must have bits). */
 static inline void
 set_bits(const amq_bloom_view *view, uint64_t hash)
@@ -708,23 +747,13 @@ set_bits(const amq_bloom_view *view, uint64_t hash)
 	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
 	{
 		uint8_t    *block = bits + fastrange64(h1, view->nblocks) * BLOCK_BYTES;
-		uint64_t	w = h2;
-		uint64_t	salt = 0;
-		unsigned	left = BITS_PER_WORD;
+		block_bits	stream;
 
+		block_bits_start(&stream, h2);
 		for (i = 0; i < k; i++)
 		{
-			unsigned	bit;
+			unsigned	bit = block_bits_next(&stream);
 
-			if (left == 0)
-			{
-				salt += GOLDEN64;
-				w = fmix64(h2 + salt);
-				left = BITS_PER_WORD;
-			}
-			bit = (unsigned) (w >> 55);
-			w <<= 9;
-			left--;
 			block[bit >> 3] |= (uint8_t) (1u << (bit & 7));
 		}
 	}
@@ -832,23 +861,13 @@ amq_bloom_may_contain(const amq_bloom_view *view, uint64_t hash)
 	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
 	{
 		const uint8_t *block = bits + fastrange64(h1, view->nblocks) * BLOCK_BYTES;
-		uint64_t	w = h2;
-		uint64_t	salt = 0;
-		unsigned	left = BITS_PER_WORD;
+		block_bits	stream;
 
+		block_bits_start(&stream, h2);
 		for (i = 0; i < k; i++)
 		{
-			unsigned	bit;
+			unsigned	bit = block_bits_next(&stream);
 
-			if (left == 0)
-			{
-				salt += GOLDEN64;
-				w = fmix64(h2 + salt);
-				left = BITS_PER_WORD;
-			}
-			bit = (unsigned) (w >> 55);
-			w <<= 9;
-			left--;
 			if ((block[bit >> 3] & (1u << (bit & 7))) == 0)
 				return false;
 		}
