@@ -925,10 +925,10 @@ clamp_range(const amq_bloom_view *view, size_t *from, size_t *to)
 	return *from < *to;
 }
 
-/* ORs src's bytes [from, to) into dst's, a word at a time. */
-void
-amq_bloom_union_bits(amq_bloom_view *dst, const amq_bloom_view *src,
-					 size_t from, size_t to)
+/* ORs (or, intersecting, ANDs) src's bytes [from, to) into dst's, a word at a time. */
+static void
+merge_bits(amq_bloom_view *dst, const amq_bloom_view *src,
+		   size_t from, size_t to, bool intersect)
 {
 	uint8_t    *d = dst->bits;
 	const uint8_t *s = src->bits;
@@ -936,10 +936,27 @@ amq_bloom_union_bits(amq_bloom_view *dst, const amq_bloom_view *src,
 
 	if (!clamp_range(dst, &from, &to))
 		return;
-	for (; i + 8 <= to; i += 8)
-		store_word(d + i, load_word(d + i) | load_word(s + i));
-	for (; i < to; i++)
-		d[i] |= s[i];
+	if (intersect)
+	{
+		for (; i + 8 <= to; i += 8)
+			store_word(d + i, load_word(d + i) & load_word(s + i));
+		for (; i < to; i++)
+			d[i] &= s[i];
+	}
+	else
+	{
+		for (; i + 8 <= to; i += 8)
+			store_word(d + i, load_word(d + i) | load_word(s + i));
+		for (; i < to; i++)
+			d[i] |= s[i];
+	}
+}
+
+void
+amq_bloom_union_bits(amq_bloom_view *dst, const amq_bloom_view *src,
+					 size_t from, size_t to)
+{
+	merge_bits(dst, src, from, to, false);
 }
 
 /* After all union slices: bind the family, add the counts. */
@@ -952,21 +969,11 @@ amq_bloom_union_finish(amq_bloom_view *dst, const amq_bloom_view *src)
 	sync_header(dst);
 }
 
-/* ANDs src's bytes [from, to) into dst's, a word at a time. */
 void
 amq_bloom_intersect_bits(amq_bloom_view *dst, const amq_bloom_view *src,
 						 size_t from, size_t to)
 {
-	uint8_t    *d = dst->bits;
-	const uint8_t *s = src->bits;
-	size_t		i = from;
-
-	if (!clamp_range(dst, &from, &to))
-		return;
-	for (; i + 8 <= to; i += 8)
-		store_word(d + i, load_word(d + i) & load_word(s + i));
-	for (; i < to; i++)
-		d[i] &= s[i];
+	merge_bits(dst, src, from, to, true);
 }
 
 /*
