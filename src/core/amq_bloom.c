@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "amq_bloom.h"
+#include "amq_bytes.h"
 #include "amq_hash.h"
 
 /* header field offsets; see FORMAT.md */
@@ -67,73 +68,6 @@
 #define MAX_NBITS		((uint64_t) (AMQ_BLOOM_MAX_BYTES - AMQ_BLOOM_HEADER_SIZE) * 8)
 
 /* ----------------------------------------------------------------
- * Byte-order helpers: little-endian, alignment-free.
- * ----------------------------------------------------------------
- */
-
-static inline uint16_t
-get_u16(const uint8_t *p)
-{
-	return (uint16_t) (p[0] | (p[1] << 8));
-}
-
-static inline uint32_t
-get_u32(const uint8_t *p)
-{
-	return (uint32_t) p[0] | ((uint32_t) p[1] << 8) |
-		((uint32_t) p[2] << 16) | ((uint32_t) p[3] << 24);
-}
-
-static inline uint64_t
-get_u64(const uint8_t *p)
-{
-	return (uint64_t) get_u32(p) | ((uint64_t) get_u32(p + 4) << 32);
-}
-
-/* The IEEE-754 binary64 whose bit pattern is stored at p. */
-static inline double
-get_f64(const uint8_t *p)
-{
-	uint64_t	u = get_u64(p);
-	double		d;
-
-	memcpy(&d, &u, sizeof(d));
-	return d;
-}
-
-static inline void
-put_u16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t) v;
-	p[1] = (uint8_t) (v >> 8);
-}
-
-static inline void
-put_u32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t) v;
-	p[1] = (uint8_t) (v >> 8);
-	p[2] = (uint8_t) (v >> 16);
-	p[3] = (uint8_t) (v >> 24);
-}
-
-static inline void
-put_u64(uint8_t *p, uint64_t v)
-{
-	put_u32(p, (uint32_t) v);
-	put_u32(p + 4, (uint32_t) (v >> 32));
-}
-
-static inline void
-put_f64(uint8_t *p, double d)
-{
-	uint64_t	u;
-
-	memcpy(&u, &d, sizeof(u));
-	put_u64(p, u);
-}
-
-/* ----------------------------------------------------------------
  * Hashing and bit helpers.
  * ----------------------------------------------------------------
  */
@@ -144,36 +78,6 @@ put_f64(uint8_t *p, double d)
  * test_bloom.c's known-answer positions catch any change to it.
  */
 #define fmix64(k) amq_fmix64(k)
-
-#ifdef __SIZEOF_INT128__
-__extension__ typedef unsigned __int128 amq_uint128;
-#endif
-
-/*
- * Maps x to [0, n) as the high 64 bits of the 128-bit product x * n: no
- * division per probe.  Positions are part of the format, so the fallback
- * for compilers without a 128-bit type computes the same product from
- * 32-bit halves (x % n would give other positions, hence other filters).
- */
-static inline uint64_t
-fastrange64(uint64_t x, uint64_t n)
-{
-#ifdef __SIZEOF_INT128__
-	return (uint64_t) (((amq_uint128) x * n) >> 64);
-#else
-	uint64_t	x_lo = x & 0xFFFFFFFF,
-				x_hi = x >> 32,
-				n_lo = n & 0xFFFFFFFF,
-				n_hi = n >> 32;
-	uint64_t	lo_lo = x_lo * n_lo,
-				lo_hi = x_lo * n_hi,
-				hi_lo = x_hi * n_lo,
-				hi_hi = x_hi * n_hi;
-	uint64_t	mid = (lo_lo >> 32) + (lo_hi & 0xFFFFFFFF) + (hi_lo & 0xFFFFFFFF);
-
-	return hi_hi + (lo_hi >> 32) + (hi_lo >> 32) + (mid >> 32);
-#endif
-}
 
 /*
  * Blocked probes take 9-bit bit indexes from the top of a word stream: h2,
@@ -195,22 +99,6 @@ popcount64(uint64_t x)
 	x = (x + (x >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
 	return (int) ((x * UINT64_C(0x0101010101010101)) >> 56);
 #endif
-}
-
-/* 8 bytes at p as one word, without alignment assumptions. */
-static inline uint64_t
-load_word(const uint8_t *p)
-{
-	uint64_t	w;
-
-	memcpy(&w, p, sizeof(w));
-	return w;
-}
-
-static inline void
-store_word(uint8_t *p, uint64_t w)
-{
-	memcpy(p, &w, sizeof(w));
 }
 
 /* Bits set in bytes [from, to). */

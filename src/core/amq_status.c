@@ -19,9 +19,9 @@ amq_status_text(amq_status status)
 		case AMQ_OK:
 			return "no error";
 		case AMQ_ERR_TRUNCATED:
-			return "value is shorter than the 56-byte header";
+			return "value is shorter than the fixed header of its format";
 		case AMQ_ERR_MAGIC:
-			return "value does not start with the magic bytes \"AMQB\"";
+			return "value does not start with the magic bytes of its type";
 		case AMQ_ERR_VERSION:
 			return "value has a format version this build cannot read";
 		case AMQ_ERR_LAYOUT:
@@ -31,25 +31,31 @@ amq_status_text(amq_status status)
 		case AMQ_ERR_RESERVED:
 			return "value has nonzero flags or reserved bytes";
 		case AMQ_ERR_GEOMETRY:
-			return "value has a bit count, hash count, capacity or target false-positive rate out of range";
+			return "value has a size, hash count, fingerprint width, capacity or target false-positive rate out of range";
 		case AMQ_ERR_UNBOUND_COUNT:
 			return "value counts additions but is bound to no element type";
+		case AMQ_ERR_COUNT:
+			return "value has a table that counts more items than it has slots";
 		case AMQ_ERR_LENGTH:
-			return "value length does not match the bit count in its header";
+			return "value length does not match the sizes in its header";
 		case AMQ_ERR_BASE64:
 			return "text is not canonical padded base64";
 		case AMQ_ERR_PARAM_N:
 			return "expected number of elements must be at least 1";
 		case AMQ_ERR_PARAM_P:
 			return "false-positive rate must be greater than 0 and less than 1";
+		case AMQ_ERR_PARAM_P_SMALL:
+			return "false-positive rate is below the smallest this filter type reaches";
 		case AMQ_ERR_TOO_LARGE:
 			return "filter would exceed the maximum size of about 1 GB";
 		case AMQ_ERR_GEOMETRY_MISMATCH:
-			return "filters differ in layout, number of bits, number of hashes or seed";
+			return "filters differ in geometry or seed";
 		case AMQ_ERR_FAMILY_MISMATCH:
 			return "filters were built from values of different type families";
 		case AMQ_ERR_NO_GEOMETRY:
 			return "the sizeless empty filter cannot take values";
+		case AMQ_FULL:
+			return "filter is full and must grow";
 	}
 	/* a value outside the enum: say so rather than crash */
 	return "unknown status code";

@@ -24,6 +24,7 @@ typedef enum amq_status
 	AMQ_ERR_RESERVED,			/* flags or reserved bytes are not zero */
 	AMQ_ERR_GEOMETRY,			/* bits, hashes or sizing out of range */
 	AMQ_ERR_UNBOUND_COUNT,		/* no element family but a nonzero count */
+	AMQ_ERR_COUNT,				/* cuckoo: a table counts more items than slots */
 	AMQ_ERR_LENGTH,				/* total length differs from the header's */
 
 	/* text form */
@@ -32,12 +33,16 @@ typedef enum amq_status
 	/* sizing parameters */
 	AMQ_ERR_PARAM_N,			/* n < 1 */
 	AMQ_ERR_PARAM_P,			/* p not in (0, 1) */
+	AMQ_ERR_PARAM_P_SMALL,		/* p below what the filter type can reach */
 	AMQ_ERR_TOO_LARGE,			/* filter would exceed the size limit */
 
 	/* operations on two filters */
 	AMQ_ERR_GEOMETRY_MISMATCH,	/* different layout, bits, hashes or seed */
 	AMQ_ERR_FAMILY_MISMATCH,	/* built from values of different type families */
-	AMQ_ERR_NO_GEOMETRY			/* the sizeless empty filter cannot take values */
+	AMQ_ERR_NO_GEOMETRY,		/* the sizeless empty filter cannot take values */
+
+	/* not an error: the operation needs a larger buffer (cuckoo growth) */
+	AMQ_FULL
 } amq_status;
 
 extern const char *amq_status_text(amq_status status);
