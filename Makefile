@@ -11,16 +11,21 @@ EXTENSION = amqfilter
 MODULE_big = amqfilter
 DATA = amqfilter--0.1.sql
 
-CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c
-GLUE_SRCS = src/amqfilter.c src/hashing.c src/filter_access.c \
-	src/bloom_io.c src/bloom_ops.c src/bloom_agg.c
+CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c \
+	src/core/amq_cuckoo.c
+GLUE_SRCS = src/amqfilter.c src/hashing.c src/filter_access.c src/filter_io.c \
+	src/bloom_ops.c src/bloom_agg.c \
+	src/cuckoo_buffer.c src/cuckoo_ops.c src/cuckoo_agg.c
 OBJS = $(CORE_SRCS:.c=.o) $(GLUE_SRCS:.c=.o)
 
 REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
-	bloom_parallel bloom_fpr
+	bloom_parallel bloom_fpr \
+	cuckoo_basic cuckoo_hashing cuckoo_agg cuckoo_io cuckoo_malformed \
+	cuckoo_parallel cuckoo_fpr
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
-EXTRA_CLEAN = test/test_bloom test/test_bloom_asan
+UNIT_TESTS = test/test_bloom test/test_cuckoo
+EXTRA_CLEAN = $(UNIT_TESTS) $(UNIT_TESTS:=_asan)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -37,16 +42,17 @@ core-purity:
 
 CORE_TEST_CFLAGS = -std=c99 -O2 -g -Wall -Wextra -Werror -Isrc/core
 
-test/test_bloom: test/test_bloom.c $(CORE_SRCS) src/core/*.h
-	$(CC) $(CORE_TEST_CFLAGS) -o $@ test/test_bloom.c $(CORE_SRCS) -lm
+# one binary per core module; test/harness.h is their shared harness
+test/test_%: test/test_%.c test/harness.h $(CORE_SRCS) src/core/*.h
+	$(CC) $(CORE_TEST_CFLAGS) -o $@ $< $(CORE_SRCS) -lm
 
-test/test_bloom_asan: test/test_bloom.c $(CORE_SRCS) src/core/*.h
+test/test_%_asan: test/test_%.c test/harness.h $(CORE_SRCS) src/core/*.h
 	$(CC) $(CORE_TEST_CFLAGS) -O1 -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer \
-		-o $@ test/test_bloom.c $(CORE_SRCS) -lm
+		-o $@ $< $(CORE_SRCS) -lm
 
-unittest: core-purity test/test_bloom
-	./test/test_bloom
+unittest: core-purity $(UNIT_TESTS)
+	@set -e; for t in $(UNIT_TESTS); do ./$$t; done
 
-unittest-asan: core-purity test/test_bloom_asan
-	./test/test_bloom_asan
+unittest-asan: core-purity $(UNIT_TESTS:=_asan)
+	@set -e; for t in $(UNIT_TESTS:=_asan); do ./$$t; done

@@ -213,3 +213,179 @@ CREATE AGGREGATE bloom_union_agg(bloom) (
 );
 COMMENT ON AGGREGATE bloom_union_agg(bloom) IS
 	'union of the non-null bloom filters; all must have the same geometry';
+
+--
+-- The cuckoo type: fingerprints in buckets of four, so values can also be
+-- deleted.  Bytes specified in FORMAT.md; I/O and casts as for bloom.
+--
+CREATE TYPE cuckoo;
+
+CREATE FUNCTION cuckoo_in(cstring) RETURNS cuckoo
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cuckoo_out(cuckoo) RETURNS cstring
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cuckoo_recv(internal) RETURNS cuckoo
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cuckoo_send(cuckoo) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE cuckoo (
+	INPUT = cuckoo_in,
+	OUTPUT = cuckoo_out,
+	RECEIVE = cuckoo_recv,
+	SEND = cuckoo_send,
+	INTERNALLENGTH = VARIABLE,
+	ALIGNMENT = int4,
+	STORAGE = external
+);
+
+COMMENT ON TYPE cuckoo IS 'cuckoo filter: a multiset of fingerprints that supports deletion; false positives possible, false negatives not';
+COMMENT ON FUNCTION cuckoo_in(cstring) IS 'cuckoo input: canonical base64 of the serialized filter';
+COMMENT ON FUNCTION cuckoo_out(cuckoo) IS 'cuckoo output: canonical base64 of the serialized filter';
+COMMENT ON FUNCTION cuckoo_recv(internal) IS 'cuckoo binary input: the serialized filter, validated';
+COMMENT ON FUNCTION cuckoo_send(cuckoo) IS 'cuckoo binary output: the serialized filter';
+
+CREATE FUNCTION cuckoo_to_bytea(cuckoo) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cuckoo_from_bytea(bytea) RETURNS cuckoo
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE CAST (cuckoo AS bytea) WITH FUNCTION cuckoo_to_bytea(cuckoo);
+CREATE CAST (bytea AS cuckoo) WITH FUNCTION cuckoo_from_bytea(bytea);
+
+COMMENT ON FUNCTION cuckoo_to_bytea(cuckoo) IS 'the serialized bytes of a cuckoo filter (FORMAT.md)';
+COMMENT ON FUNCTION cuckoo_from_bytea(bytea) IS 'a cuckoo filter from serialized bytes, validated';
+
+CREATE FUNCTION cuckoo_empty(n bigint, p double precision) RETURNS cuckoo
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_empty(bigint, double precision) IS
+	'an empty cuckoo filter sized for n values at false-positive rate p';
+
+-- Not strict: a NULL value leaves the filter unchanged.
+CREATE FUNCTION cuckoo_add(filter cuckoo, value anyelement) RETURNS cuckoo
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_add(cuckoo, anyelement) IS
+	'a copy of the filter with one more copy of the value, grown if full; a NULL value is ignored';
+
+CREATE FUNCTION cuckoo_delete(filter cuckoo, value anyelement) RETURNS cuckoo
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_delete(cuckoo, anyelement) IS
+	'a copy of the filter with one copy of the value removed; unchanged if the value is not present or NULL';
+
+CREATE FUNCTION cuckoo_contains(filter cuckoo, value anyelement) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_contains(cuckoo, anyelement) IS
+	'false if the value is certainly not in the filter; true if it may be';
+
+CREATE FUNCTION cuckoo_contained_by(value anyelement, filter cuckoo) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_contained_by(anyelement, cuckoo) IS
+	'cuckoo_contains with the arguments swapped, for the <@ operator';
+
+CREATE FUNCTION cuckoo_count(filter cuckoo, value anyelement) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_count(cuckoo, anyelement) IS
+	'copies of the value in the filter: never fewer than were added and not deleted, more on fingerprint collisions';
+
+CREATE OPERATOR @> (
+	LEFTARG = cuckoo,
+	RIGHTARG = anyelement,
+	FUNCTION = cuckoo_contains,
+	COMMUTATOR = <@
+);
+COMMENT ON OPERATOR @> (cuckoo, anyelement) IS 'filter may contain the value';
+
+CREATE OPERATOR <@ (
+	LEFTARG = anyelement,
+	RIGHTARG = cuckoo,
+	FUNCTION = cuckoo_contained_by,
+	COMMUTATOR = @>
+);
+COMMENT ON OPERATOR <@ (anyelement, cuckoo) IS 'value may be contained in the filter';
+
+CREATE FUNCTION cuckoo_union(cuckoo, cuckoo) RETURNS cuckoo
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_union(cuckoo, cuckoo) IS
+	'a filter holding the values of both filters (copies add up); both must have the same geometry';
+
+CREATE OPERATOR | (
+	LEFTARG = cuckoo,
+	RIGHTARG = cuckoo,
+	FUNCTION = cuckoo_union,
+	COMMUTATOR = |
+);
+COMMENT ON OPERATOR | (cuckoo, cuckoo) IS 'union of cuckoo filters';
+
+CREATE FUNCTION cuckoo_info(filter cuckoo,
+	OUT buckets bigint, OUT bucket_size integer, OUT fingerprint_bits integer,
+	OUT bytes bigint, OUT capacity bigint, OUT target_fpr double precision,
+	OUT items bigint, OUT load_factor double precision,
+	OUT est_fpr double precision, OUT tables integer)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_info(cuckoo) IS
+	'geometry, item count, load and current false-positive rate of a cuckoo filter';
+
+CREATE FUNCTION cuckoo_params(n bigint, p double precision,
+	OUT buckets bigint, OUT fingerprint_bits integer, OUT bytes bigint,
+	OUT bits_per_key double precision)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_params(bigint, double precision) IS
+	'the size and fingerprint width of a cuckoo filter for n values at false-positive rate p';
+
+CREATE FUNCTION cuckoo_agg_transfn(internal, anyelement, bigint, double precision)
+	RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION cuckoo_agg_combinefn(internal, internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION cuckoo_union_agg_transfn(internal, cuckoo) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION cuckoo_union_agg_combinefn(internal, internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION cuckoo_agg_serialfn(internal) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cuckoo_agg_deserialfn(bytea, internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cuckoo_agg_finalfn(internal) RETURNS cuckoo
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION cuckoo_agg_transfn(internal, anyelement, bigint, double precision) IS
+	'cuckoo_agg transition function';
+COMMENT ON FUNCTION cuckoo_agg_combinefn(internal, internal) IS
+	'cuckoo_agg combine function';
+COMMENT ON FUNCTION cuckoo_union_agg_transfn(internal, cuckoo) IS
+	'cuckoo_union_agg transition function';
+COMMENT ON FUNCTION cuckoo_union_agg_combinefn(internal, internal) IS
+	'cuckoo_union_agg combine function';
+COMMENT ON FUNCTION cuckoo_agg_serialfn(internal) IS
+	'cuckoo aggregate state serialization';
+COMMENT ON FUNCTION cuckoo_agg_deserialfn(bytea, internal) IS
+	'cuckoo aggregate state deserialization';
+COMMENT ON FUNCTION cuckoo_agg_finalfn(internal) IS
+	'cuckoo aggregate final function';
+
+CREATE AGGREGATE cuckoo_agg(value anyelement, n bigint, p double precision) (
+	SFUNC = cuckoo_agg_transfn,
+	STYPE = internal,
+	FINALFUNC = cuckoo_agg_finalfn,
+	FINALFUNC_MODIFY = READ_ONLY,
+	COMBINEFUNC = cuckoo_agg_combinefn,
+	SERIALFUNC = cuckoo_agg_serialfn,
+	DESERIALFUNC = cuckoo_agg_deserialfn,
+	PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE cuckoo_agg(anyelement, bigint, double precision) IS
+	'cuckoo filter of the non-null values (every copy), sized for n values at false-positive rate p; grows if n is exceeded';
+
+CREATE AGGREGATE cuckoo_union_agg(cuckoo) (
+	SFUNC = cuckoo_union_agg_transfn,
+	STYPE = internal,
+	FINALFUNC = cuckoo_agg_finalfn,
+	FINALFUNC_MODIFY = READ_ONLY,
+	COMBINEFUNC = cuckoo_union_agg_combinefn,
+	SERIALFUNC = cuckoo_agg_serialfn,
+	DESERIALFUNC = cuckoo_agg_deserialfn,
+	PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE cuckoo_union_agg(cuckoo) IS
+	'union of the non-null cuckoo filters; all must have the same geometry';

@@ -50,17 +50,6 @@ typedef struct BloomAggState
 	uint64		pending[BLOOM_AGG_BATCH];
 } BloomAggState;
 
-/* The aggregate context, or an error for a call outside an aggregate. */
-static MemoryContext
-aggregate_context(FunctionCallInfo fcinfo, const char *fname)
-{
-	MemoryContext aggcxt;
-
-	if (!AggCheckCallContext(fcinfo, &aggcxt))
-		elog(ERROR, "%s called in non-aggregate context", fname);
-	return aggcxt;
-}
-
 /* A new state holding a copy of src, in the aggregate context. */
 static BloomAggState *
 state_copy(MemoryContext aggcxt, const amq_bloom_view *src)
@@ -147,7 +136,7 @@ check_same_sizing(const amq_bloom_view *state, int64 n, double p, int layout)
 Datum
 bloom_agg_transfn(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = aggregate_context(fcinfo, "bloom_agg_transfn");
+	MemoryContext aggcxt = amq_aggregate_context(fcinfo, "bloom_agg_transfn");
 	BloomAggState *state = PG_ARGISNULL(0) ? NULL : (BloomAggState *) PG_GETARG_POINTER(0);
 	int64		n;
 	double		p;
@@ -209,7 +198,7 @@ bloom_agg_transfn(PG_FUNCTION_ARGS)
 static Datum
 combine(FunctionCallInfo fcinfo, bool same_sizing)
 {
-	MemoryContext aggcxt = aggregate_context(fcinfo, "bloom combine function");
+	MemoryContext aggcxt = amq_aggregate_context(fcinfo, "bloom combine function");
 	BloomAggState *s1 = PG_ARGISNULL(0) ? NULL : (BloomAggState *) PG_GETARG_POINTER(0);
 	BloomAggState *s2 = PG_ARGISNULL(1) ? NULL : (BloomAggState *) PG_GETARG_POINTER(1);
 
@@ -254,7 +243,7 @@ bloom_union_agg_combinefn(PG_FUNCTION_ARGS)
 Datum
 bloom_union_agg_transfn(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = aggregate_context(fcinfo, "bloom_union_agg_transfn");
+	MemoryContext aggcxt = amq_aggregate_context(fcinfo, "bloom_union_agg_transfn");
 	BloomAggState *state = PG_ARGISNULL(0) ? NULL : (BloomAggState *) PG_GETARG_POINTER(0);
 	amq_bloom_view input;
 
@@ -285,7 +274,7 @@ bloom_agg_serialfn(PG_FUNCTION_ARGS)
 Datum
 bloom_agg_deserialfn(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = aggregate_context(fcinfo, "bloom_agg_deserialfn");
+	MemoryContext aggcxt = amq_aggregate_context(fcinfo, "bloom_agg_deserialfn");
 	bytea	   *raw = PG_GETARG_BYTEA_PP(0);
 	amq_bloom_view view;
 

@@ -175,18 +175,6 @@ bloom_intersect(PG_FUNCTION_ARGS)
 	return merge_args(fcinfo, true);
 }
 
-/* Builds the composite result of a record-returning function. */
-static Datum
-return_record(FunctionCallInfo fcinfo, Datum *values, bool *nulls)
-{
-	TupleDesc	tupdesc;
-
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	tupdesc = BlessTupleDesc(tupdesc);
-	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
-}
-
 /*
  * bloom_info(bloom): geometry, counts and fill-derived estimates.
  * est_distinct is the Swamidass-Baldi estimate from the fill; est_fpr is the
@@ -230,7 +218,7 @@ bloom_info(PG_FUNCTION_ARGS)
 		/* a filter without a size has no target */
 		nulls[4] = nulls[5] = true;
 	}
-	return return_record(fcinfo, values, nulls);
+	return amq_return_record(fcinfo, values, nulls);
 }
 
 /* bloom_params(n, p [, layout]): the geometry bloom_agg would choose */
@@ -248,5 +236,5 @@ bloom_params(PG_FUNCTION_ARGS)
 	values[1] = Int64GetDatum((int64) params.bytes);
 	values[2] = Int32GetDatum((int32) params.hashes);
 	values[3] = Float8GetDatum(params.bits_per_key);
-	return return_record(fcinfo, values, nulls);
+	return amq_return_record(fcinfo, values, nulls);
 }

@@ -43,7 +43,7 @@ amq_bloom_open_or_error(const void *data, size_t len, AmqGate gate,
 	amq_status	status = amq_bloom_open(data, len, view);
 
 	if (status != AMQ_OK)
-		amq_report_invalid("bloom", status, gate, NULL);
+		amq_report_invalid(&amq_bloom_format, status, gate, NULL);
 }
 
 /*
@@ -92,13 +92,17 @@ amq_bloom_to_varlena(const amq_bloom_view *view)
 }
 
 /*
- * Opens filter argument argno.  TOASTed values are detoasted once per query
- * (see the file header); any other value is opened in place.  A value that
- * fails validation here was stored or built wrongly: data corruption.
+ * The bytes of filter argument argno.  A TOASTed value is detoasted once per
+ * query into fn_mcxt (see the file header), with its data after the format's
+ * header on a cache-line boundary; any other value is used in place.  Returns
+ * true when the value is the cached one and the cache's view was already
+ * filled by a previous call: the caller may use it as it is.  Otherwise the
+ * caller validates the bytes; if they are the cache's (*data ==
+ * cache->data), it may store the view and set cache->opened.
  */
-void
-amq_bloom_arg(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
-			  amq_bloom_view *view)
+bool
+amq_filter_arg(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
+			   const AmqFormat *format, uint8 **data, size_t *len)
 {
 	struct varlena *raw = (struct varlena *) DatumGetPointer(PG_GETARG_DATUM(argno));
 	struct varlena *detoasted;
@@ -106,41 +110,71 @@ amq_bloom_arg(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
 	if (VARATT_IS_EXTERNAL_ONDISK(raw))
 	{
 		struct varatt_external toast_pointer;
-		AmqOwnedBloom owned;
-		size_t		len;
+		size_t		bytes;
+		char	   *alloc;
+		uintptr_t	aligned;
 
 		VARATT_EXTERNAL_GET_POINTER(toast_pointer, raw);
 		if (cache->valid &&
 			cache->toastrelid == toast_pointer.va_toastrelid &&
 			cache->valueid == toast_pointer.va_valueid)
 		{
-			*view = cache->view;
-			return;
+			*data = cache->data;
+			*len = cache->len;
+			return cache->opened;
 		}
 		if (cache->valid)
 			pfree(cache->alloc);
 		cache->valid = false;
 
 		detoasted = detoast_attr(raw);
-		len = VARSIZE(detoasted) - VARHDRSZ;
-		amq_owned_bloom_alloc(fcinfo->flinfo->fn_mcxt, len, &owned);
-		memcpy(owned.view.base, VARDATA(detoasted), len);
+		bytes = VARSIZE(detoasted) - VARHDRSZ;
+		alloc = MemoryContextAllocHuge(fcinfo->flinfo->fn_mcxt,
+									   bytes + format->header_size + AMQ_CACHE_LINE);
+		aligned = TYPEALIGN(AMQ_CACHE_LINE, (uintptr_t) alloc + format->header_size);
+		cache->alloc = alloc;
+		cache->data = (uint8 *) (aligned - format->header_size);
+		cache->len = bytes;
+		memcpy(cache->data, VARDATA(detoasted), bytes);
 		pfree(detoasted);
-		amq_bloom_open_or_error(owned.view.base, len, AMQ_GATE_STORED,
-								&owned.view);
-
-		cache->alloc = owned.alloc;
-		cache->view = owned.view;
 		cache->toastrelid = toast_pointer.va_toastrelid;
 		cache->valueid = toast_pointer.va_valueid;
+		cache->opened = false;
 		cache->valid = true;
-		*view = cache->view;
-		return;
+		*data = cache->data;
+		*len = cache->len;
+		return false;
 	}
 
 	detoasted = PG_DETOAST_DATUM(PG_GETARG_DATUM(argno));
-	amq_bloom_open_or_error(VARDATA(detoasted), VARSIZE(detoasted) - VARHDRSZ,
-							AMQ_GATE_STORED, view);
+	*data = (uint8 *) VARDATA(detoasted);
+	*len = VARSIZE(detoasted) - VARHDRSZ;
+	return false;
+}
+
+/*
+ * Opens bloom argument argno, validating it unless it is the cached value
+ * validated before.  A value that fails validation here was stored or built
+ * wrongly: data corruption.
+ */
+void
+amq_bloom_arg(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
+			  amq_bloom_view *view)
+{
+	uint8	   *data;
+	size_t		len;
+
+	if (amq_filter_arg(fcinfo, argno, cache, &amq_bloom_format, &data, &len))
+	{
+		*view = cache->view.bloom;
+		return;
+	}
+	amq_bloom_open_or_error(data, len, AMQ_GATE_STORED, view);
+	if (cache->valid && data == cache->data)
+	{
+		cache->view.bloom = *view;
+		cache->opened = true;
+	}
 }
 
 /*

@@ -1,0 +1,1329 @@
+/*
+ * amq_cuckoo.c
+ *		Cuckoo filter core: sizing, the serialized format and its validator,
+ *		insertion with bounded eviction, growth, deletion, probing, merging
+ *		and fill statistics.
+ *
+ * The design follows Fan, Andersen, Kaminsky and Mitzenmacher, "Cuckoo
+ * Filter: Practically Better Than Bloom" (CoNEXT 2014): buckets of four
+ * f-bit fingerprints, each value stored in one of two buckets, the second
+ * computable from the first and the fingerprint alone ("partial-key cuckoo
+ * hashing"), so fingerprints can move between buckets without the value.
+ * Where it departs from the paper, and why:
+ *
+ * - Any number of buckets.  The paper's alternate bucket is i xor H(fp),
+ *	 which needs a power-of-two table and wastes up to half the space when n
+ *	 is just above one.  Here, in the first table, alternate(i) =
+ *	 (H(fp) - i) mod buckets with H(fp) = fastrange(fmix64(fp), buckets).  It
+ *	 is an involution for every bucket count (H - (H - i) = i), so a
+ *	 fingerprint can always go back.
+ *	 Index and H use fastrange (a 128-bit multiply), never a division.
+ * - Fingerprints of any width from 4 to 32 bits, bit-packed: slot s of
+ *	 bucket b is the f bits at bit (4b + s) * f of the table's word array.
+ *	 One extra zero word at the end lets every slot be read with a single
+ *	 unaligned 64-bit load.  A fingerprint is 1 + lo32(hash) * (2^f - 1) /
+ *	 2^32: uniform over the 2^f - 1 nonzero values (0 marks an empty slot).
+ * - Insertions that cannot finish within AMQ_CUCKOO_MAX_KICKS evictions park
+ *	 the fingerprint in flight in the table's victim slot, as the authors'
+ *	 reference code does: nothing is lost, and the table counts as full.
+ * - Growth instead of failure, as RedisBloom does it: when every table is
+ *	 full, the caller appends a table (twice the last one's size, or the same
+ *	 size if the last one is less than half full, which means many copies of
+ *	 one value rather than too little room) and the value goes there.  A
+ *	 value's fingerprint is the same in every table, and each table maps the
+ *	 hash to its own bucket pair, so lookups and deletions check every table.
+ * - Tables nest.  Every table has base * 2^level buckets, base being the
+ *	 first table's.  A value's index in a table of level L, shifted right by
+ *	 d, is its index at level L - d (fastrange of the same mixed hash), and
+ *	 the alternate bucket is built to commute with that shift: the high part
+ *	 (i >> level) moves as in the first table, the low level bits are xored
+ *	 with bits of the fingerprint's mix taken from the top, so a smaller
+ *	 table sees a prefix of the same mask.  Hence two values that share a
+ *	 bucket pair in some table share it in every smaller one.  Deletion needs
+ *	 exactly that: it removes a copy from the largest table that has one
+ *	 (see amq_cuckoo_delete).  With unrelated mappings, deleting a value
+ *	 could remove, from a small table, the copy of another value whose pair
+ *	 coincides there but not in the large table holding the deleted value's
+ *	 own copy: a false negative.
+ * - Merging never loses a fingerprint.  A fingerprint taken from bucket b of
+ *	 a table can only go to b or alternate(b) of a table with the same
+ *	 bucket count (the value's hash is gone), so merging folds each source
+ *	 table into the destination tables of its size; evictions during a fold
+ *	 are recorded and undone if the walk fails, and whatever still does not
+ *	 fit goes to a new "spill" table of that size, at the bucket it came
+ *	 from.  The spill bucket b only ever receives the at most four
+ *	 fingerprints of source bucket b (plus the source victim, which takes
+ *	 the spill table's victim slot), so the spill always succeeds.
+ *
+ * Eviction choices come from a generator seeded with the value's hash, so
+ * the same values added in the same order give the same bytes.
+ *
+ * Like amq_bloom.c, header fields are read and written byte by byte in
+ * little-endian order, and operations write changed counts back to the
+ * buffer at once, so it is a valid value at every moment.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "amq_bytes.h"
+#include "amq_cuckoo.h"
+#include "amq_hash.h"
+
+/* header field offsets; see FORMAT.md */
+#define OFF_MAGIC		0
+#define OFF_VERSION		4
+#define OFF_BUCKET_SIZE	5
+#define OFF_SCHEME		6
+#define OFF_FP_BITS		7
+#define OFF_FLAGS		8
+#define OFF_FAMILY		12
+#define OFF_SEED		16
+#define OFF_CAPACITY	24
+#define OFF_TARGET_FPR	32
+#define OFF_TABLES		40
+#define OFF_RESERVED	44		/* 20 bytes, up to the end of the header */
+
+/* table header field offsets */
+#define T_BUCKETS		0
+#define T_ITEMS			8
+#define T_VICTIM_BUCKET	16
+#define T_VICTIM_FP		24
+#define T_RESERVED		28
+
+#define HASH_SCHEME_PG_EXTENDED	1	/* as for bloom: see amq_bloom.h */
+
+/*
+ * Most buckets a table may have: its bits must fit the size limit even at
+ * the narrowest fingerprint.  Keeps every size computation far from
+ * overflow.
+ */
+#define MAX_BUCKETS		((uint64_t) AMQ_CUCKOO_MAX_BYTES * 8 / (4 * AMQ_CUCKOO_MIN_FP_BITS))
+
+/* slots of a table: four per bucket plus the victim */
+#define TABLE_SLOTS(buckets)	(4 * (buckets) + 1)
+
+#define NO_TABLE		UINT32_MAX
+
+#define GOLDEN64		UINT64_C(0x9e3779b97f4a7c15)
+
+/* ----------------------------------------------------------------
+ * Small helpers.
+ * ----------------------------------------------------------------
+ */
+
+static inline uint32_t
+fp_mask(uint32_t f)
+{
+	return f >= 32 ? UINT32_MAX : (UINT32_C(1) << f) - 1;
+}
+
+static inline uint64_t
+add_saturating(uint64_t a, uint64_t b)
+{
+	return (a > UINT64_MAX - b) ? UINT64_MAX : a + b;
+}
+
+/* The eviction generator: a 64-bit LCG (Knuth's MMIX constants). */
+static inline uint64_t
+next_random(uint64_t *state)
+{
+	*state = *state * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+	return *state;
+}
+
+/* Words in a table's array: its bits rounded up, plus one zero word. */
+static inline uint64_t
+table_words(uint64_t buckets, uint32_t f)
+{
+	return (4 * buckets * f + 63) / 64 + 1;
+}
+
+size_t
+amq_cuckoo_table_bytes(uint64_t buckets, uint32_t fp_bits)
+{
+	if (buckets > MAX_BUCKETS || fp_bits > AMQ_CUCKOO_MAX_FP_BITS)
+		return SIZE_MAX;
+	return AMQ_CUCKOO_TABLE_HEADER_SIZE + (size_t) table_words(buckets, fp_bits) * 8;
+}
+
+/* ----------------------------------------------------------------
+ * The hash-to-slot mapping (part of the format).
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Bucket index and fingerprint both come from fmix64 of the caller's hash:
+ * the index from its high bits (fastrange), the fingerprint from its low 32.
+ * Without the mix, two hashes that differ only in a few low bits would share
+ * bucket and, nearly always, fingerprint, and so be indistinguishable.
+ */
+static inline uint32_t
+fingerprint_of_mixed(uint64_t mixed, uint32_t f)
+{
+	uint64_t	range = ((uint64_t) 1 << f) - 1;
+
+	return 1 + (uint32_t) (((mixed & 0xFFFFFFFF) * range) >> 32);
+}
+
+uint32_t
+amq_cuckoo_fingerprint(uint64_t hash, uint32_t fp_bits)
+{
+	return fingerprint_of_mixed(amq_fmix64(hash), fp_bits);
+}
+
+uint64_t
+amq_cuckoo_index(uint64_t hash, uint64_t buckets)
+{
+	return fastrange64(amq_fmix64(hash), buckets);
+}
+
+uint64_t
+amq_cuckoo_alternate(uint64_t bucket, uint32_t fp, uint64_t base_buckets,
+					 unsigned level)
+{
+	uint64_t	high = bucket >> level;
+	uint64_t	low = bucket & ((UINT64_C(1) << level) - 1);
+	uint64_t	h = fastrange64(amq_fmix64(fp), base_buckets);
+	uint64_t	alt_high = h >= high ? h - high : h + base_buckets - high;
+	uint64_t	mask = level ? amq_fmix64(fp + GOLDEN64) >> (64 - level) : 0;
+
+	return (alt_high << level) | (low ^ mask);
+}
+
+/* ----------------------------------------------------------------
+ * Slots and buckets.
+ * ----------------------------------------------------------------
+ */
+
+/* Fingerprint in slot number pos (4 * bucket + s) of a word array. */
+static inline uint32_t
+slot_get(const uint8_t *words, uint64_t pos, uint32_t f)
+{
+	uint64_t	bit = pos * f;
+
+	return (uint32_t) (load_le64(words + (bit >> 3)) >> (bit & 7)) & fp_mask(f);
+}
+
+static inline void
+slot_set(uint8_t *words, uint64_t pos, uint32_t f, uint32_t fp)
+{
+	uint64_t	bit = pos * f;
+	uint8_t    *p = words + (bit >> 3);
+	unsigned	shift = (unsigned) (bit & 7);
+	uint64_t	mask = (uint64_t) fp_mask(f) << shift;
+	uint64_t	w = load_le64(p);
+
+	store_le64(p, (w & ~mask) | ((uint64_t) fp << shift));
+}
+
+/* The four fingerprints of bucket b. */
+static inline void
+bucket_read(const uint8_t *words, uint64_t b, uint32_t f, uint32_t out[4])
+{
+	uint64_t	bit = b * 4 * f;
+	uint32_t	mask = fp_mask(f);
+
+	if (f <= 14)
+	{
+		/* 4f + 7 <= 63: the whole bucket comes with one load */
+		uint64_t	w = load_le64(words + (bit >> 3)) >> (bit & 7);
+
+		out[0] = (uint32_t) w & mask;
+		out[1] = (uint32_t) (w >> f) & mask;
+		out[2] = (uint32_t) (w >> (2 * f)) & mask;
+		out[3] = (uint32_t) (w >> (3 * f)) & mask;
+	}
+	else
+	{
+		out[0] = slot_get(words, 4 * b, f);
+		out[1] = slot_get(words, 4 * b + 1, f);
+		out[2] = slot_get(words, 4 * b + 2, f);
+		out[3] = slot_get(words, 4 * b + 3, f);
+	}
+}
+
+/* Slot of bucket b holding fp (fp = 0: a free slot), or -1. */
+static inline int
+bucket_find(const uint8_t *words, uint64_t b, uint32_t f, uint32_t fp)
+{
+	uint32_t	s[4];
+
+	bucket_read(words, b, f, s);
+	if (s[0] == fp)
+		return 0;
+	if (s[1] == fp)
+		return 1;
+	if (s[2] == fp)
+		return 2;
+	if (s[3] == fp)
+		return 3;
+	return -1;
+}
+
+/* Copies of fp in bucket b. */
+static inline unsigned
+bucket_count(const uint8_t *words, uint64_t b, uint32_t f, uint32_t fp)
+{
+	uint32_t	s[4];
+
+	bucket_read(words, b, f, s);
+	return (unsigned) (s[0] == fp) + (s[1] == fp) + (s[2] == fp) + (s[3] == fp);
+}
+
+/* ----------------------------------------------------------------
+ * Tables.
+ * ----------------------------------------------------------------
+ */
+
+/* Position of the highest set bit of x > 0. */
+static inline unsigned
+log2_floor(uint64_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	return 63 - (unsigned) __builtin_clzll(x);
+#else
+	unsigned	r = 0;
+
+	while (x >>= 1)
+		r++;
+	return r;
+#endif
+}
+
+/*
+ * Decodes the table at p of a filter whose first table has base buckets.
+ * Every table has base * 2^level buckets (the validator checks it).
+ */
+static inline void
+table_decode(uint8_t *p, uint32_t f, uint64_t base, amq_cuckoo_table *t)
+{
+	t->header = p;
+	t->words = p + AMQ_CUCKOO_TABLE_HEADER_SIZE;
+	t->buckets = get_u64(p + T_BUCKETS);
+	t->base = base;
+	t->level = log2_floor(t->buckets) - log2_floor(base);
+	t->items = get_u64(p + T_ITEMS);
+	t->victim_bucket = get_u64(p + T_VICTIM_BUCKET);
+	t->victim_fp = get_u32(p + T_VICTIM_FP);
+	t->bytes = AMQ_CUCKOO_TABLE_HEADER_SIZE + (size_t) table_words(t->buckets, f) * 8;
+}
+
+static inline uint8_t *
+first_table(const amq_cuckoo_view *view)
+{
+	return view->base + AMQ_CUCKOO_HEADER_SIZE;
+}
+
+void
+amq_cuckoo_table_at(const amq_cuckoo_view *view, uint32_t t,
+					amq_cuckoo_table *table)
+{
+	uint8_t    *p = first_table(view);
+	uint32_t	i;
+
+	table_decode(p, view->fp_bits, view->base_buckets, table);
+	for (i = 0; i < t; i++)
+	{
+		p += table->bytes;
+		table_decode(p, view->fp_bits, view->base_buckets, table);
+	}
+}
+
+uint32_t
+amq_cuckoo_slot(const amq_cuckoo_view *view, const amq_cuckoo_table *table,
+				uint64_t bucket, unsigned s)
+{
+	return slot_get(table->words, 4 * bucket + s, view->fp_bits);
+}
+
+/* The other bucket of fp's pair in table t. */
+static inline uint64_t
+alt_in(const amq_cuckoo_table *t, uint64_t bucket, uint32_t fp)
+{
+	return amq_cuckoo_alternate(bucket, fp, t->base, t->level);
+}
+
+/*
+ * Counts one more (delta = 1) or one fewer (delta = -1) item in a table and
+ * in the view.  Table counts stay within [0, slots] whatever a crafted value
+ * claimed, so the result always validates.
+ */
+static void
+count_item(amq_cuckoo_view *view, amq_cuckoo_table *t, int delta)
+{
+	if (delta > 0 && t->items < TABLE_SLOTS(t->buckets))
+	{
+		t->items++;
+		view->items = add_saturating(view->items, 1);
+	}
+	else if (delta < 0 && t->items > 0)
+	{
+		t->items--;
+		if (view->items > 0)
+			view->items--;
+	}
+	put_u64(t->header + T_ITEMS, t->items);
+}
+
+static void
+set_victim(amq_cuckoo_table *t, uint32_t fp, uint64_t bucket)
+{
+	t->victim_fp = fp;
+	t->victim_bucket = fp ? bucket : 0;
+	put_u32(t->header + T_VICTIM_FP, t->victim_fp);
+	put_u64(t->header + T_VICTIM_BUCKET, t->victim_bucket);
+}
+
+/* Puts fp in a free slot of b1 or b2; false if both are full. */
+static bool
+place(amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1, uint64_t b2)
+{
+	int			s = bucket_find(t->words, b1, f, 0);
+
+	if (s < 0)
+	{
+		s = bucket_find(t->words, b2, f, 0);
+		if (s < 0)
+			return false;
+		b1 = b2;
+	}
+	slot_set(t->words, 4 * b1 + (unsigned) s, f, fp);
+	return true;
+}
+
+/* Writes fp to slot position pos, recording the old content if logging. */
+static inline void
+write_logged(amq_cuckoo_table *t, uint32_t f, uint64_t pos, uint32_t fp,
+			 amq_cuckoo_merge *log, int *nlog)
+{
+	if (log != NULL)
+	{
+		log->path_pos[*nlog] = pos;
+		log->path_fp[*nlog] = slot_get(t->words, pos, f);
+		(*nlog)++;
+	}
+	slot_set(t->words, pos, f, fp);
+}
+
+/*
+ * Eviction walk for *fp, whose bucket *b (and its alternate) is full.  Each
+ * step first looks one move ahead: if a fingerprint of the current bucket
+ * can move to a free slot of its own alternate bucket, it moves and the
+ * fingerprint in flight takes its place.  Otherwise a random one is evicted
+ * and the walk continues from its alternate bucket.  The look-ahead reads
+ * four buckets whose loads overlap, and it shortens walks at high load
+ * several-fold compared to the plain random walk, each step of which waits
+ * for one dependent cache miss.
+ *
+ * Returns true once every fingerprint has a slot; false after
+ * AMQ_CUCKOO_MAX_KICKS evictions, with *fp and *b the fingerprint still in
+ * flight and the bucket it belongs to.  With a log, every slot write is
+ * recorded for undo (at most AMQ_CUCKOO_MAX_KICKS + 2 of them).
+ */
+static bool
+kick_walk(amq_cuckoo_table *t, uint32_t f, uint32_t *fp_io, uint64_t *b_io,
+		  uint64_t *rng, amq_cuckoo_merge *log, int *nlog)
+{
+	uint32_t	fp = *fp_io;
+	uint64_t	b = *b_io;
+	int			k;
+
+	for (k = 0; k < AMQ_CUCKOO_MAX_KICKS; k++)
+	{
+		uint32_t	fps[4];
+		uint64_t	alt[4];
+		unsigned	s;
+
+		bucket_read(t->words, b, f, fps);
+		for (s = 0; s < 4; s++)
+			alt[s] = alt_in(t, b, fps[s]);
+		for (s = 0; s < 4; s++)
+		{
+			int			free_slot = bucket_find(t->words, alt[s], f, 0);
+
+			if (free_slot >= 0)
+			{
+				write_logged(t, f, 4 * alt[s] + (unsigned) free_slot, fps[s], log, nlog);
+				write_logged(t, f, 4 * b + s, fp, log, nlog);
+				return true;
+			}
+		}
+		s = (unsigned) (next_random(rng) >> 62);
+		write_logged(t, f, 4 * b + s, fp, log, nlog);
+		fp = fps[s];
+		b = alt[s];
+	}
+	*fp_io = fp;
+	*b_io = b;
+	return false;
+}
+
+/*
+ * Inserts fp, whose pair (b, alternate(b)) is full, by evicting; if the walk
+ * does not end, the fingerprint left in flight becomes the victim, which
+ * must be free.
+ */
+static void
+kick_insert(amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b,
+			uint64_t *rng)
+{
+	if (!kick_walk(t, f, &fp, &b, rng, NULL, NULL))
+		set_victim(t, fp, b);
+}
+
+/* ----------------------------------------------------------------
+ * Sizing.
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * False-positive rate of one table at load alpha: an absent value meets 8
+ * slots (two buckets) holding 8 * alpha fingerprints on average, each equal
+ * to its fingerprint with probability 1 / (2^f - 1).
+ */
+static double
+table_fpr(uint32_t f, double alpha)
+{
+	double		q = 1.0 / (ldexp(1.0, (int) f) - 1.0);
+
+	return 1.0 - pow(1.0 - q, 8.0 * alpha);
+}
+
+amq_status
+amq_cuckoo_size(uint64_t n, double p, amq_cuckoo_params *out)
+{
+	uint64_t	buckets;
+	uint32_t	f;
+	double		alpha;
+	size_t		bytes;
+
+	if (n < 1)
+		return AMQ_ERR_PARAM_N;
+	if (!(p > 0.0 && p < 1.0))
+		return AMQ_ERR_PARAM_P;
+	if (p < AMQ_CUCKOO_MIN_FPR)
+		return AMQ_ERR_PARAM_P_SMALL;
+	if (n > MAX_BUCKETS * 4)
+		return AMQ_ERR_TOO_LARGE;
+
+	/* n / (4 * 0.95) = 5n / 19, rounded up, in integers */
+	buckets = (5 * n + 18) / 19;
+	alpha = (double) n / (4.0 * (double) buckets);
+
+	f = (uint32_t) ceil(log2(8.0 / p));
+	if (f < AMQ_CUCKOO_MIN_FP_BITS)
+		f = AMQ_CUCKOO_MIN_FP_BITS;
+	while (f < AMQ_CUCKOO_MAX_FP_BITS && table_fpr(f, alpha) > p)
+		f++;
+
+	bytes = amq_cuckoo_table_bytes(buckets, f);
+	if (bytes > AMQ_CUCKOO_MAX_BYTES - AMQ_CUCKOO_HEADER_SIZE)
+		return AMQ_ERR_TOO_LARGE;
+	bytes += AMQ_CUCKOO_HEADER_SIZE;
+
+	out->buckets = buckets;
+	out->fp_bits = f;
+	out->bytes = bytes;
+	out->bits_per_key = 8.0 * (double) bytes / (double) n;
+	out->expected_fpr = table_fpr(f, alpha);
+	return AMQ_OK;
+}
+
+/* ----------------------------------------------------------------
+ * Construction and validation.
+ * ----------------------------------------------------------------
+ */
+
+static void
+write_table_header(uint8_t *p, uint64_t buckets)
+{
+	memset(p, 0, AMQ_CUCKOO_TABLE_HEADER_SIZE);
+	put_u64(p + T_BUCKETS, buckets);
+}
+
+void
+amq_cuckoo_init(uint8_t *buf, const amq_cuckoo_params *params,
+				uint64_t n, double p, uint64_t seed)
+{
+	memset(buf, 0, params->bytes);
+	memcpy(buf + OFF_MAGIC, AMQ_CUCKOO_MAGIC, 4);
+	buf[OFF_VERSION] = AMQ_CUCKOO_VERSION;
+	buf[OFF_BUCKET_SIZE] = AMQ_CUCKOO_BUCKET_SIZE;
+	buf[OFF_SCHEME] = HASH_SCHEME_PG_EXTENDED;
+	buf[OFF_FP_BITS] = (uint8_t) params->fp_bits;
+	put_u64(buf + OFF_SEED, seed);
+	put_u64(buf + OFF_CAPACITY, n);
+	put_f64(buf + OFF_TARGET_FPR, p);
+	put_u32(buf + OFF_TABLES, 1);
+	write_table_header(buf + AMQ_CUCKOO_HEADER_SIZE, params->buckets);
+}
+
+void
+amq_cuckoo_init_empty(uint8_t *buf)
+{
+	memset(buf, 0, AMQ_CUCKOO_HEADER_SIZE);
+	memcpy(buf + OFF_MAGIC, AMQ_CUCKOO_MAGIC, 4);
+	buf[OFF_VERSION] = AMQ_CUCKOO_VERSION;
+	buf[OFF_SCHEME] = HASH_SCHEME_PG_EXTENDED;
+}
+
+static bool
+all_zero(const uint8_t *p, size_t len)
+{
+	size_t		i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != 0)
+			return false;
+	return true;
+}
+
+/*
+ * Checks one table whose header starts at p, with avail bytes left in the
+ * buffer.  Reads only the table header and the last two words.
+ */
+static amq_status
+check_table(uint8_t *p, size_t avail, uint32_t f, uint64_t *base,
+			amq_cuckoo_table *t)
+{
+	uint64_t	buckets;
+	uint64_t	bits;
+	uint64_t	words;
+
+	if (avail < AMQ_CUCKOO_TABLE_HEADER_SIZE)
+		return AMQ_ERR_LENGTH;
+	buckets = get_u64(p + T_BUCKETS);
+	if (buckets < 1 || buckets > MAX_BUCKETS)
+		return AMQ_ERR_GEOMETRY;
+	/* the first table sets the base; every table has base * 2^level buckets */
+	if (*base == 0)
+		*base = buckets;
+	if (buckets % *base != 0 || ((buckets / *base) & (buckets / *base - 1)) != 0)
+		return AMQ_ERR_GEOMETRY;
+	table_decode(p, f, *base, t);
+	if (t->bytes > avail)
+		return AMQ_ERR_LENGTH;
+	if (t->victim_fp > fp_mask(f) || t->victim_bucket >= buckets ||
+		(t->victim_fp == 0 && t->victim_bucket != 0))
+		return AMQ_ERR_GEOMETRY;
+	if (t->items > TABLE_SLOTS(buckets))
+		return AMQ_ERR_COUNT;
+	if (get_u32(p + T_RESERVED) != 0)
+		return AMQ_ERR_RESERVED;
+
+	/* padding: the last word, and the bits past the slots in the one before */
+	bits = 4 * buckets * f;
+	words = table_words(buckets, f);
+	if (load_le64(t->words + (words - 1) * 8) != 0)
+		return AMQ_ERR_RESERVED;
+	if (bits % 64 != 0 &&
+		(load_le64(t->words + (words - 2) * 8) >> (bits % 64)) != 0)
+		return AMQ_ERR_RESERVED;
+	return AMQ_OK;
+}
+
+amq_status
+amq_cuckoo_open(const uint8_t *buf, size_t len, amq_cuckoo_view *view)
+{
+	uint8_t    *base = (uint8_t *) buf;
+	uint32_t	f;
+	uint32_t	tables;
+	uint32_t	family;
+	uint64_t	capacity;
+	uint64_t	fpr_bits;
+	double		target_fpr;
+	uint64_t	items = 0;
+	uint64_t	slots = 0;
+	uint64_t	base_buckets = 0;
+	size_t		off;
+	size_t		last_offset = 0;
+	uint32_t	t;
+
+	if (len < AMQ_CUCKOO_HEADER_SIZE)
+		return AMQ_ERR_TRUNCATED;
+	if (memcmp(base + OFF_MAGIC, AMQ_CUCKOO_MAGIC, 4) != 0)
+		return AMQ_ERR_MAGIC;
+	if (base[OFF_VERSION] != AMQ_CUCKOO_VERSION)
+		return AMQ_ERR_VERSION;
+	if (base[OFF_SCHEME] != HASH_SCHEME_PG_EXTENDED)
+		return AMQ_ERR_HASH_SCHEME;
+	if (get_u32(base + OFF_FLAGS) != 0 ||
+		!all_zero(base + OFF_RESERVED, AMQ_CUCKOO_HEADER_SIZE - OFF_RESERVED))
+		return AMQ_ERR_RESERVED;
+
+	f = base[OFF_FP_BITS];
+	tables = get_u32(base + OFF_TABLES);
+	family = get_u32(base + OFF_FAMILY);
+	capacity = get_u64(base + OFF_CAPACITY);
+	fpr_bits = get_u64(base + OFF_TARGET_FPR);
+	target_fpr = get_f64(base + OFF_TARGET_FPR);
+
+	if (tables == 0)
+	{
+		/* the sizeless empty filter: every other field zero */
+		if (base[OFF_BUCKET_SIZE] != 0 || f != 0 || capacity != 0 ||
+			fpr_bits != 0 || get_u64(base + OFF_SEED) != 0 || family != 0)
+			return AMQ_ERR_GEOMETRY;
+	}
+	else if (base[OFF_BUCKET_SIZE] != AMQ_CUCKOO_BUCKET_SIZE ||
+			 f < AMQ_CUCKOO_MIN_FP_BITS || f > AMQ_CUCKOO_MAX_FP_BITS ||
+			 capacity < 1 || !(target_fpr > 0.0 && target_fpr < 1.0))
+		return AMQ_ERR_GEOMETRY;
+
+	off = AMQ_CUCKOO_HEADER_SIZE;
+	for (t = 0; t < tables; t++)
+	{
+		amq_cuckoo_table table;
+		amq_status	status = check_table(base + off, len - off, f,
+										 &base_buckets, &table);
+
+		if (status != AMQ_OK)
+			return status;
+		last_offset = off;
+		off += table.bytes;
+		items = add_saturating(items, table.items);
+		slots += TABLE_SLOTS(table.buckets);
+	}
+	if (family == 0 && items != 0)
+		return AMQ_ERR_UNBOUND_COUNT;
+	if (off != len)
+		return AMQ_ERR_LENGTH;
+
+	view->base = base;
+	view->bytes = len;
+	view->hash_scheme = base[OFF_SCHEME];
+	view->fp_bits = f;
+	view->family = family;
+	view->tables = tables;
+	view->seed = get_u64(base + OFF_SEED);
+	view->capacity = capacity;
+	view->target_fpr = target_fpr;
+	view->items = items;
+	view->slots = slots;
+	view->base_buckets = base_buckets;
+	view->last_offset = last_offset;
+	return AMQ_OK;
+}
+
+/* ----------------------------------------------------------------
+ * Adding, growing, deleting, probing.
+ * ----------------------------------------------------------------
+ */
+
+static void
+bind_family(amq_cuckoo_view *view, uint32_t family)
+{
+	if (view->family == 0)
+	{
+		view->family = family;
+		put_u32(view->base + OFF_FAMILY, family);
+	}
+}
+
+amq_status
+amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
+{
+	uint32_t	f = view->fp_bits;
+	uint64_t	mixed;
+	uint32_t	fp;
+	uint8_t    *p;
+	amq_cuckoo_table t;
+	amq_cuckoo_table last;
+	uint64_t	b1;
+	uint64_t	rng;
+	uint32_t	i;
+
+	if (view->tables == 0)
+		return AMQ_ERR_NO_GEOMETRY;
+	mixed = amq_fmix64(hash);
+	fp = fingerprint_of_mixed(mixed, f);
+
+	/*
+	 * A free slot in the value's buckets: in the last table first, which has
+	 * the most room (and where the copies of a value stored many times end
+	 * up, so adding one more costs O(1) bucket reads, not one per table),
+	 * then in the others.
+	 */
+	table_decode(view->base + view->last_offset, f, view->base_buckets, &last);
+	b1 = fastrange64(mixed, last.buckets);
+	if (place(&last, f, fp, b1, alt_in(&last, b1, fp)))
+	{
+		bind_family(view, family);
+		count_item(view, &last, 1);
+		return AMQ_OK;
+	}
+	p = first_table(view);
+	for (i = 0; i + 1 < view->tables; i++)
+	{
+		uint64_t	b;
+
+		table_decode(p, f, view->base_buckets, &t);
+		p += t.bytes;
+		b = fastrange64(mixed, t.buckets);
+		if (place(&t, f, fp, b, alt_in(&t, b, fp)))
+		{
+			bind_family(view, family);
+			count_item(view, &t, 1);
+			return AMQ_OK;
+		}
+	}
+
+	/* evict in the last table, unless its victim slot is taken: full */
+	if (last.victim_fp != 0)
+		return AMQ_FULL;
+	rng = hash;
+	if (next_random(&rng) >> 63)
+		b1 = alt_in(&last, b1, fp);
+	kick_insert(&last, f, fp, b1, &rng);
+	bind_family(view, family);
+	count_item(view, &last, 1);
+	return AMQ_OK;
+}
+
+/* How far ahead add_many prefetches, in values. */
+#define PREFETCH_DISTANCE	8
+
+/*
+ * Prefetches the value's first bucket, and its second when the table is
+ * more than half full.  Below that the first bucket nearly always has room,
+ * and the second prefetch would only halve the number of values whose
+ * misses can be in flight at once.
+ */
+static inline void
+prefetch_buckets(const amq_cuckoo_view *view, const amq_cuckoo_table *t,
+				 uint64_t hash, bool both)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	uint32_t	f = view->fp_bits;
+	uint64_t	mixed = amq_fmix64(hash);
+	uint64_t	b1 = fastrange64(mixed, t->buckets);
+
+	__builtin_prefetch(t->words + ((b1 * 4 * f) >> 3), 1);
+	if (both)
+	{
+		uint64_t	b2 = alt_in(t, b1, fingerprint_of_mixed(mixed, f));
+
+		__builtin_prefetch(t->words + ((b2 * 4 * f) >> 3), 1);
+	}
+#else
+	(void) view;
+	(void) t;
+	(void) hash;
+	(void) both;
+#endif
+}
+
+amq_status
+amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
+					size_t count, uint32_t family, size_t *done)
+{
+	amq_cuckoo_table last;
+	bool		both;
+	size_t		i;
+
+	*done = 0;
+	if (view->tables == 0)
+		return AMQ_ERR_NO_GEOMETRY;
+
+	/* values are tried in the last table first: prefetch their buckets there */
+	table_decode(view->base + view->last_offset, view->fp_bits, view->base_buckets, &last);
+	both = last.items > 2 * last.buckets;
+	for (i = 0; i < count && i < PREFETCH_DISTANCE; i++)
+		prefetch_buckets(view, &last, hashes[i], both);
+	for (i = 0; i < count; i++)
+	{
+		amq_status	status;
+
+		if (i + PREFETCH_DISTANCE < count)
+			prefetch_buckets(view, &last, hashes[i + PREFETCH_DISTANCE], both);
+		status = amq_cuckoo_add(view, hashes[i], family);
+		if (status != AMQ_OK)
+			return status;
+		*done = i + 1;
+	}
+	return AMQ_OK;
+}
+
+uint64_t
+amq_cuckoo_growth_buckets(const amq_cuckoo_view *view)
+{
+	amq_cuckoo_table last;
+
+	table_decode(view->base + view->last_offset, view->fp_bits, view->base_buckets, &last);
+	if (last.items >= 2 * last.buckets && last.buckets <= MAX_BUCKETS / 2)
+		return 2 * last.buckets;
+	return last.buckets;
+}
+
+void
+amq_cuckoo_append_table(amq_cuckoo_view *view, uint64_t buckets)
+{
+	size_t		bytes = amq_cuckoo_table_bytes(buckets, view->fp_bits);
+	uint8_t    *p = view->base + view->bytes;
+
+	memset(p, 0, bytes);
+	write_table_header(p, buckets);
+	view->last_offset = view->bytes;
+	view->bytes += bytes;
+	view->tables++;
+	view->slots += TABLE_SLOTS(buckets);
+	put_u32(view->base + OFF_TABLES, view->tables);
+}
+
+/* After a slot of t was freed: try to move its victim back into a bucket. */
+static void
+rehome_victim(amq_cuckoo_table *t, uint32_t f, uint64_t seed)
+{
+	uint32_t	fp = t->victim_fp;
+	uint64_t	b = t->victim_bucket;
+	uint64_t	rng = seed ^ fp;
+
+	if (fp == 0)
+		return;
+	set_victim(t, 0, 0);
+	if (!place(t, f, fp, b, alt_in(t, b, fp)))
+		kick_insert(t, f, fp, b, &rng);
+}
+
+/*
+ * Removes one copy of the value, from the largest table that holds its
+ * fingerprint in the value's pair (the last such among tables of that size).
+ *
+ * The order matters once tables of different sizes exist.  The copy found
+ * may belong to another value y with the same fingerprint and pair in that
+ * table; then the value's own copy is in that table or a smaller one, since
+ * no larger table matched.  Tables nest (see amq_cuckoo_alternate): values
+ * that share a pair in a table share it in every smaller table, so y still
+ * finds the copy left behind.  Searching smaller tables first would remove
+ * y's copy from a small table while leaving the value's own copy in a large
+ * one, where y does not look: a false negative for y.
+ */
+bool
+amq_cuckoo_delete(amq_cuckoo_view *view, uint64_t hash)
+{
+	uint32_t	f = view->fp_bits;
+	uint64_t	mixed;
+	uint32_t	fp;
+	uint8_t    *p = first_table(view);
+	amq_cuckoo_table best = {0};
+	bool		found = false;
+	bool		best_is_victim = false;
+	uint64_t	best_pos = 0;
+	uint32_t	i;
+
+	if (view->tables == 0)
+		return false;
+	mixed = amq_fmix64(hash);
+	fp = fingerprint_of_mixed(mixed, f);
+	for (i = 0; i < view->tables; i++)
+	{
+		amq_cuckoo_table t;
+		uint64_t	b1;
+		uint64_t	b2;
+		int			s;
+
+		table_decode(p, f, view->base_buckets, &t);
+		p += t.bytes;
+		if (found && t.level < best.level)
+			continue;
+		b1 = fastrange64(mixed, t.buckets);
+		b2 = alt_in(&t, b1, fp);
+		if ((s = bucket_find(t.words, b1, f, fp)) < 0 &&
+			(s = bucket_find(t.words, b2, f, fp)) >= 0)
+			b1 = b2;
+		if (s >= 0)
+		{
+			best = t;
+			best_is_victim = false;
+			best_pos = 4 * b1 + (unsigned) s;
+			found = true;
+		}
+		else if (t.victim_fp == fp &&
+				 (t.victim_bucket == b1 || t.victim_bucket == b2))
+		{
+			best = t;
+			best_is_victim = true;
+			found = true;
+		}
+	}
+	if (!found)
+		return false;
+	if (best_is_victim)
+		set_victim(&best, 0, 0);
+	else
+	{
+		slot_set(best.words, best_pos, f, 0);
+		rehome_victim(&best, f, hash);
+	}
+	count_item(view, &best, -1);
+	return true;
+}
+
+bool
+amq_cuckoo_may_contain(const amq_cuckoo_view *view, uint64_t hash)
+{
+	uint32_t	f = view->fp_bits;
+	uint64_t	mixed;
+	uint32_t	fp;
+	uint8_t    *p = first_table(view);
+	uint32_t	i;
+
+	if (view->tables == 0)
+		return false;
+	mixed = amq_fmix64(hash);
+	fp = fingerprint_of_mixed(mixed, f);
+	for (i = 0; i < view->tables; i++)
+	{
+		amq_cuckoo_table t;
+		uint64_t	b1;
+		uint64_t	b2;
+		uint32_t	s1[4];
+		uint32_t	s2[4];
+
+		table_decode(p, f, view->base_buckets, &t);
+		p += t.bytes;
+		b1 = fastrange64(mixed, t.buckets);
+		b2 = alt_in(&t, b1, fp);
+		/* both loads first, so that their cache misses overlap */
+		bucket_read(t.words, b1, f, s1);
+		bucket_read(t.words, b2, f, s2);
+		if (s1[0] == fp || s1[1] == fp || s1[2] == fp || s1[3] == fp ||
+			s2[0] == fp || s2[1] == fp || s2[2] == fp || s2[3] == fp ||
+			(t.victim_fp == fp && (t.victim_bucket == b1 || t.victim_bucket == b2)))
+			return true;
+	}
+	return false;
+}
+
+uint64_t
+amq_cuckoo_count(const amq_cuckoo_view *view, uint64_t hash)
+{
+	uint32_t	f = view->fp_bits;
+	uint64_t	mixed;
+	uint32_t	fp;
+	uint8_t    *p = first_table(view);
+	uint64_t	n = 0;
+	uint32_t	i;
+
+	if (view->tables == 0)
+		return 0;
+	mixed = amq_fmix64(hash);
+	fp = fingerprint_of_mixed(mixed, f);
+	for (i = 0; i < view->tables; i++)
+	{
+		amq_cuckoo_table t;
+		uint64_t	b1;
+		uint64_t	b2;
+
+		table_decode(p, f, view->base_buckets, &t);
+		p += t.bytes;
+		b1 = fastrange64(mixed, t.buckets);
+		b2 = alt_in(&t, b1, fp);
+		n += bucket_count(t.words, b1, f, fp);
+		if (b2 != b1)
+			n += bucket_count(t.words, b2, f, fp);
+		if (t.victim_fp == fp && (t.victim_bucket == b1 || t.victim_bucket == b2))
+			n++;
+	}
+	return n;
+}
+
+/* ----------------------------------------------------------------
+ * Merging.
+ * ----------------------------------------------------------------
+ */
+
+amq_status
+amq_cuckoo_compatible(const amq_cuckoo_view *dst, const amq_cuckoo_view *src)
+{
+	amq_cuckoo_table a;
+	amq_cuckoo_table b;
+
+	if (dst->tables == 0 || src->tables == 0)
+		return AMQ_OK;
+	amq_cuckoo_table_at(dst, 0, &a);
+	amq_cuckoo_table_at(src, 0, &b);
+	if (dst->fp_bits != src->fp_bits || dst->seed != src->seed ||
+		a.buckets != b.buckets)
+		return AMQ_ERR_GEOMETRY_MISMATCH;
+	if (dst->family != 0 && src->family != 0 && dst->family != src->family)
+		return AMQ_ERR_FAMILY_MISMATCH;
+	return AMQ_OK;
+}
+
+amq_status
+amq_cuckoo_merge_begin(amq_cuckoo_merge *m, const amq_cuckoo_view *dst,
+					   const amq_cuckoo_view *src)
+{
+	amq_status	status = amq_cuckoo_compatible(dst, src);
+
+	if (status != AMQ_OK)
+		return status;
+	if (dst->tables == 0 && src->tables != 0)
+		return AMQ_ERR_NO_GEOMETRY;
+	m->src_table = 0;
+	m->next_bucket = 0;
+	m->folding = false;
+	m->spill_table = NO_TABLE;
+	m->kick_table = NO_TABLE;
+	return AMQ_OK;
+}
+
+/*
+ * Eviction walk in table t that is undone if it does not end, leaving t as
+ * it was.  fp's pair (b, ...) is full.
+ */
+static bool
+kick_or_undo(amq_cuckoo_merge *m, amq_cuckoo_table *t, uint32_t f,
+			 uint32_t fp, uint64_t b, uint64_t *rng)
+{
+	int			n = 0;
+
+	if (kick_walk(t, f, &fp, &b, rng, m, &n))
+		return true;
+	while (n-- > 0)
+		slot_set(t->words, m->path_pos[n], f, m->path_fp[n]);
+	return false;
+}
+
+/*
+ * Folds fingerprint fp of source bucket b (of a table of the given size)
+ * into dst: a free slot of its pair in a table of that size, else an
+ * eviction walk in the kick table, else the spill table's bucket b (or its
+ * victim slot, for the source victim).
+ */
+static void
+fold(amq_cuckoo_merge *m, amq_cuckoo_view *dst, uint64_t buckets,
+	 uint32_t fp, uint64_t b, bool is_victim)
+{
+	uint32_t	f = dst->fp_bits;
+	uint64_t	b2;
+	uint8_t    *p = first_table(dst);
+	amq_cuckoo_table t;
+	amq_cuckoo_table kick = {0};
+	amq_cuckoo_table spill = {0};
+	bool		have_kick = false;
+	uint64_t	rng = ((uint64_t) fp << 32) ^ b;
+	uint32_t	i;
+
+	for (i = 0; i < dst->tables; i++)
+	{
+		table_decode(p, f, dst->base_buckets, &t);
+		p += t.bytes;
+		if (i == m->spill_table)
+		{
+			spill = t;
+			continue;
+		}
+		if (t.buckets != buckets)
+			continue;
+		b2 = alt_in(&t, b, fp);
+		if (place(&t, f, fp, b, b2))
+		{
+			count_item(dst, &t, 1);
+			return;
+		}
+		if (i == m->kick_table)
+		{
+			kick = t;
+			have_kick = true;
+		}
+	}
+	if (have_kick)
+	{
+		if (kick_or_undo(m, &kick, f, fp, b, &rng))
+		{
+			count_item(dst, &kick, 1);
+			return;
+		}
+		/* this table is saturated: stop spending evictions on it */
+		m->kick_table = NO_TABLE;
+	}
+	b2 = alt_in(&spill, b, fp);
+	if (is_victim && spill.victim_fp == 0)
+		set_victim(&spill, fp, b);
+	else if (!place(&spill, f, fp, b, b2))
+		set_victim(&spill, fp, b);	/* cannot happen: see the file header */
+	count_item(dst, &spill, 1);
+}
+
+/* Starts merging source table st: fold it, or append a copy of it. */
+static void
+start_source_table(amq_cuckoo_merge *m, amq_cuckoo_view *dst,
+				   const amq_cuckoo_table *st)
+{
+	uint8_t    *p = first_table(dst);
+	uint32_t	match = NO_TABLE;
+	uint32_t	i;
+
+	for (i = 0; i < dst->tables; i++)
+	{
+		amq_cuckoo_table t;
+
+		table_decode(p, dst->fp_bits, dst->base_buckets, &t);
+		p += t.bytes;
+		if (t.buckets == st->buckets)
+			match = i;
+	}
+	m->next_bucket = 0;
+	if (match == NO_TABLE)
+	{
+		/* no table of this size: the source table comes over whole */
+		memcpy(dst->base + dst->bytes, st->header, st->bytes);
+		dst->last_offset = dst->bytes;
+		dst->bytes += st->bytes;
+		dst->tables++;
+		dst->slots += TABLE_SLOTS(st->buckets);
+		dst->items = add_saturating(dst->items, st->items);
+		put_u32(dst->base + OFF_TABLES, dst->tables);
+		m->folding = false;
+		return;
+	}
+	m->kick_table = match;
+	m->prev_last_offset = dst->last_offset;
+	amq_cuckoo_append_table(dst, st->buckets);
+	m->spill_table = dst->tables - 1;
+	m->folding = true;
+}
+
+/* Ends the fold of a source table: an unused spill table is taken back. */
+static void
+finish_source_table(amq_cuckoo_merge *m, amq_cuckoo_view *dst)
+{
+	amq_cuckoo_table spill;
+
+	if (m->folding)
+	{
+		amq_cuckoo_table_at(dst, m->spill_table, &spill);
+		if (spill.items == 0 && spill.victim_fp == 0)
+		{
+			dst->bytes -= spill.bytes;
+			dst->last_offset = m->prev_last_offset;
+			dst->tables--;
+			dst->slots -= TABLE_SLOTS(spill.buckets);
+			put_u32(dst->base + OFF_TABLES, dst->tables);
+		}
+	}
+	m->folding = false;
+	m->spill_table = NO_TABLE;
+	m->kick_table = NO_TABLE;
+	m->src_table++;
+	m->next_bucket = 0;
+}
+
+bool
+amq_cuckoo_merge_step(amq_cuckoo_merge *m, amq_cuckoo_view *dst,
+					  const amq_cuckoo_view *src, uint64_t max_buckets)
+{
+	uint32_t	f = dst->fp_bits;
+	uint64_t	budget = max_buckets ? max_buckets : 1;
+
+	if (src->tables == 0)
+		return true;
+	bind_family(dst, src->family);
+
+	while (m->src_table < src->tables)
+	{
+		amq_cuckoo_table st;
+		uint64_t	b;
+		uint64_t	end;
+
+		amq_cuckoo_table_at(src, m->src_table, &st);
+		if (m->next_bucket == 0 && !m->folding)
+		{
+			start_source_table(m, dst, &st);
+			if (!m->folding)
+			{
+				finish_source_table(m, dst);
+				if (budget <= st.buckets)
+					return m->src_table == src->tables;
+				budget -= st.buckets;
+				continue;
+			}
+		}
+
+		end = st.buckets - m->next_bucket > budget ?
+			m->next_bucket + budget : st.buckets;
+		for (b = m->next_bucket; b < end; b++)
+		{
+			uint32_t	fps[4];
+			unsigned	s;
+
+			bucket_read(st.words, b, f, fps);
+			for (s = 0; s < 4; s++)
+				if (fps[s] != 0)
+					fold(m, dst, st.buckets, fps[s], b, false);
+		}
+		budget -= end - m->next_bucket;
+		m->next_bucket = end;
+		if (end < st.buckets)
+			return false;
+		if (st.victim_fp != 0)
+			fold(m, dst, st.buckets, st.victim_fp, st.victim_bucket, true);
+		finish_source_table(m, dst);
+		if (budget == 0)
+			return m->src_table == src->tables;
+	}
+	return true;
+}
+
+/* ----------------------------------------------------------------
+ * Statistics.
+ * ----------------------------------------------------------------
+ */
+
+void
+amq_cuckoo_stats_begin(amq_cuckoo_stats_acc *acc)
+{
+	acc->occupied = 0;
+	acc->table_occupied = 0;
+	acc->miss = 1.0;
+}
+
+void
+amq_cuckoo_stats_accumulate(const amq_cuckoo_view *view,
+							const amq_cuckoo_table *table,
+							amq_cuckoo_stats_acc *acc,
+							uint64_t from, uint64_t to)
+{
+	uint64_t	b;
+
+	for (b = from; b < to; b++)
+	{
+		uint32_t	s[4];
+
+		bucket_read(table->words, b, view->fp_bits, s);
+		acc->table_occupied += (s[0] != 0) + (s[1] != 0) + (s[2] != 0) + (s[3] != 0);
+	}
+}
+
+void
+amq_cuckoo_stats_table_done(const amq_cuckoo_view *view,
+							const amq_cuckoo_table *table,
+							amq_cuckoo_stats_acc *acc)
+{
+	double		alpha = (double) acc->table_occupied / (4.0 * (double) table->buckets);
+	double		fpr = table_fpr(view->fp_bits, alpha);
+
+	/* the victim is one more slot an absent value may meet */
+	if (table->victim_fp != 0)
+	{
+		acc->table_occupied++;
+		fpr += 1.0 / (ldexp(1.0, (int) view->fp_bits) - 1.0) *
+			2.0 / (double) table->buckets;
+		if (fpr > 1.0)
+			fpr = 1.0;
+	}
+	acc->miss *= 1.0 - fpr;
+	acc->occupied += acc->table_occupied;
+	acc->table_occupied = 0;
+}
+
+void
+amq_cuckoo_stats_end(const amq_cuckoo_view *view,
+					 const amq_cuckoo_stats_acc *acc, amq_cuckoo_stats *out)
+{
+	out->occupied = acc->occupied;
+	out->load_factor = view->slots ? (double) acc->occupied / (double) view->slots : 0.0;
+	out->est_fpr = view->tables ? 1.0 - acc->miss : 0.0;
+}

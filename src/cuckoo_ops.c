@@ -1,0 +1,285 @@
+/*
+ * cuckoo_ops.c
+ *		Scalar functions on the cuckoo type: create, add, delete, probe,
+ *		count, merge, inspect.
+ *
+ * As for bloom, functions never modify their arguments: cuckoo_add,
+ * cuckoo_delete and cuckoo_union return a new value, grown when the filter
+ * is full.  The sizeless empty filter (what cuckoo_agg returns over zero
+ * rows) contains nothing, merges with anything and cannot take values.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "amqfilter.h"
+
+PG_FUNCTION_INFO_V1(cuckoo_empty);
+PG_FUNCTION_INFO_V1(cuckoo_add);
+PG_FUNCTION_INFO_V1(cuckoo_delete);
+PG_FUNCTION_INFO_V1(cuckoo_contains);
+PG_FUNCTION_INFO_V1(cuckoo_contained_by);
+PG_FUNCTION_INFO_V1(cuckoo_count);
+PG_FUNCTION_INFO_V1(cuckoo_union);
+PG_FUNCTION_INFO_V1(cuckoo_info);
+PG_FUNCTION_INFO_V1(cuckoo_params);
+
+/* Buckets counted between interrupt checks in cuckoo_info. */
+#define STATS_SLICE_BUCKETS	(1024 * 1024)
+
+/* Sizes a filter from SQL arguments (n, p), erroring before any allocation. */
+static void
+size_from_args(FunctionCallInfo fcinfo, amq_cuckoo_params *params,
+			   int64 *n, double *p)
+{
+	amq_status	status;
+
+	*n = PG_GETARG_INT64(0);
+	*p = PG_GETARG_FLOAT8(1);
+	status = amq_cuckoo_size(*n < 1 ? 0 : (uint64) *n, *p, params);
+	if (status != AMQ_OK)
+		amq_report_sizing("cuckoo filter", status, *n, *p);
+}
+
+/* cuckoo_empty(n, p): a filter with no members */
+Datum
+cuckoo_empty(PG_FUNCTION_ARGS)
+{
+	amq_cuckoo_params params;
+	int64		n;
+	double		p;
+	struct varlena *result;
+
+	size_from_args(fcinfo, &params, &n, &p);
+	result = palloc(VARHDRSZ + params.bytes);
+	SET_VARSIZE(result, VARHDRSZ + params.bytes);
+	amq_cuckoo_init((uint8 *) VARDATA(result), &params, (uint64) n, p,
+					AMQ_CUCKOO_DEFAULT_SEED);
+	PG_RETURN_POINTER(result);
+}
+
+/*
+ * Opens the filter and value of an add or delete.  Returns false when the
+ * result is the filter unchanged (a NULL value).  Like bloom_add these are
+ * not strict, so that "SET f = cuckoo_add(f, x)" never wipes a filter.
+ */
+static bool
+open_update(FunctionCallInfo fcinfo, amq_cuckoo_view *view, AmqHasher **hasher)
+{
+	amq_cuckoo_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], view);
+	/* look the type up even for a NULL value: errors must not depend on data */
+	*hasher = amq_hasher_get(fcinfo, 1);
+	return !PG_ARGISNULL(1);
+}
+
+/* cuckoo_add(cuckoo, anyelement): a copy with one more copy of the value */
+Datum
+cuckoo_add(PG_FUNCTION_ARGS)
+{
+	amq_cuckoo_view view;
+	AmqHasher  *hasher;
+	AmqCuckooBuffer buf;
+	uint64		hash;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	if (!open_update(fcinfo, &view, &hasher))
+		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&view));
+	if (view.tables == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot add to the sizeless empty cuckoo filter"),
+				 errdetail("An aggregate over zero rows returns a filter without a size."),
+				 errhint("Start from cuckoo_empty(n, p) instead.")));
+	amq_check_family(hasher, view.family, "cuckoo filter");
+
+	hash = amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed);
+	amq_cuckoo_buffer_copy(&buf, CurrentMemoryContext, &view, 0);
+	amq_cuckoo_buffer_add_many(&buf, &hash, 1, hasher->family);
+	PG_RETURN_POINTER(amq_cuckoo_buffer_finish(&buf));
+}
+
+/*
+ * cuckoo_delete(cuckoo, anyelement): a copy with one copy of the value
+ * removed; unchanged if the filter certainly does not hold the value.
+ */
+Datum
+cuckoo_delete(PG_FUNCTION_ARGS)
+{
+	amq_cuckoo_view view;
+	AmqHasher  *hasher;
+	struct varlena *result;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	if (!open_update(fcinfo, &view, &hasher) || view.family == 0)
+		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&view));
+	amq_check_family(hasher, view.family, "cuckoo filter");
+
+	result = amq_cuckoo_to_varlena(&view);
+	amq_cuckoo_open_or_error(VARDATA(result), VARSIZE(result) - VARHDRSZ,
+							 AMQ_GATE_STORED, &view);
+	amq_cuckoo_delete(&view, amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed));
+	PG_RETURN_POINTER(result);
+}
+
+/*
+ * The filter argument and the value's hash, for the probes; false when the
+ * filter holds no values at all (so no hash is needed).
+ */
+static bool
+probe_args(FunctionCallInfo fcinfo, int filter_arg, int value_arg,
+		   amq_cuckoo_view *view, uint64 *hash)
+{
+	AmqHasher  *hasher;
+
+	amq_cuckoo_arg(fcinfo, filter_arg, &amq_call_cache(fcinfo)->filter[0], view);
+	/* look the type up even for an empty filter: errors must not depend on data */
+	hasher = amq_hasher_get(fcinfo, value_arg);
+	if (view->family == 0)
+		return false;
+	amq_check_family(hasher, view->family, "cuckoo filter");
+	*hash = amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg), view->seed);
+	return true;
+}
+
+/* cuckoo_contains(cuckoo, anyelement): false means certainly not stored */
+Datum
+cuckoo_contains(PG_FUNCTION_ARGS)
+{
+	amq_cuckoo_view view;
+	uint64		hash;
+
+	PG_RETURN_BOOL(probe_args(fcinfo, 0, 1, &view, &hash) &&
+				   amq_cuckoo_may_contain(&view, hash));
+}
+
+/* cuckoo_contained_by(anyelement, cuckoo): the same test, for "<@" */
+Datum
+cuckoo_contained_by(PG_FUNCTION_ARGS)
+{
+	amq_cuckoo_view view;
+	uint64		hash;
+
+	PG_RETURN_BOOL(probe_args(fcinfo, 1, 0, &view, &hash) &&
+				   amq_cuckoo_may_contain(&view, hash));
+}
+
+/*
+ * cuckoo_count(cuckoo, anyelement): copies of the value's fingerprint, which
+ * may count colliding values too but never fewer than the copies added.
+ */
+Datum
+cuckoo_count(PG_FUNCTION_ARGS)
+{
+	amq_cuckoo_view view;
+	uint64		hash;
+	uint64		n = 0;
+
+	if (probe_args(fcinfo, 0, 1, &view, &hash))
+		n = amq_cuckoo_count(&view, hash);
+	PG_RETURN_INT32(n > PG_INT32_MAX ? PG_INT32_MAX : (int32) n);
+}
+
+/* cuckoo_union(cuckoo, cuckoo): a filter holding the values of both (|) */
+Datum
+cuckoo_union(PG_FUNCTION_ARGS)
+{
+	AmqCallCache *cache = amq_call_cache(fcinfo);
+	amq_cuckoo_view a;
+	amq_cuckoo_view b;
+	AmqCuckooBuffer buf;
+	amq_status	status;
+
+	amq_cuckoo_arg(fcinfo, 0, &cache->filter[0], &a);
+	amq_cuckoo_arg(fcinfo, 1, &cache->filter[1], &b);
+
+	/* the sizeless empty filter is the empty set */
+	if (a.tables == 0)
+		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&b));
+	if (b.tables == 0)
+		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&a));
+	status = amq_cuckoo_compatible(&a, &b);
+	if (status != AMQ_OK)
+		amq_report_cuckoo_mismatch(status, &a, &b);
+
+	amq_cuckoo_buffer_copy(&buf, CurrentMemoryContext, &a, b.bytes);
+	amq_cuckoo_buffer_merge(&buf, &b);
+	PG_RETURN_POINTER(amq_cuckoo_buffer_finish(&buf));
+}
+
+/*
+ * cuckoo_info(cuckoo): geometry, counts and fill-derived estimates.  buckets
+ * is the total over all tables; load_factor is occupied slots over all
+ * slots; est_fpr is the false-positive rate the filter has now, every table
+ * counted.
+ */
+Datum
+cuckoo_info(PG_FUNCTION_ARGS)
+{
+	amq_cuckoo_view view;
+	amq_cuckoo_stats_acc acc;
+	amq_cuckoo_stats stats;
+	uint64		buckets = 0;
+	uint32		t;
+	Datum		values[10];
+	bool		nulls[10] = {false};
+
+	amq_cuckoo_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
+
+	amq_cuckoo_stats_begin(&acc);
+	for (t = 0; t < view.tables; t++)
+	{
+		amq_cuckoo_table table;
+		uint64		from;
+
+		amq_cuckoo_table_at(&view, t, &table);
+		for (from = 0; from < table.buckets; from += STATS_SLICE_BUCKETS)
+		{
+			CHECK_FOR_INTERRUPTS();
+			amq_cuckoo_stats_accumulate(&view, &table, &acc, from,
+										Min(table.buckets, from + STATS_SLICE_BUCKETS));
+		}
+		amq_cuckoo_stats_table_done(&view, &table, &acc);
+		buckets += table.buckets;
+	}
+	amq_cuckoo_stats_end(&view, &acc, &stats);
+
+	values[0] = Int64GetDatum((int64) buckets);
+	values[1] = Int32GetDatum(view.tables ? AMQ_CUCKOO_BUCKET_SIZE : 0);
+	values[2] = Int32GetDatum((int32) view.fp_bits);
+	values[3] = Int64GetDatum((int64) view.bytes);
+	values[4] = Int64GetDatum((int64) view.capacity);
+	values[5] = Float8GetDatum(view.target_fpr);
+	values[6] = Int64GetDatum(view.items > PG_INT64_MAX ? PG_INT64_MAX : (int64) view.items);
+	values[7] = Float8GetDatum(stats.load_factor);
+	values[8] = Float8GetDatum(stats.est_fpr);
+	values[9] = Int32GetDatum((int32) view.tables);
+	if (view.tables == 0)
+	{
+		/* a filter without a size has no target */
+		nulls[4] = nulls[5] = true;
+	}
+	return amq_return_record(fcinfo, values, nulls);
+}
+
+/* cuckoo_params(n, p): the geometry cuckoo_agg would choose */
+Datum
+cuckoo_params(PG_FUNCTION_ARGS)
+{
+	amq_cuckoo_params params;
+	int64		n;
+	double		p;
+	Datum		values[4];
+	bool		nulls[4] = {false};
+
+	size_from_args(fcinfo, &params, &n, &p);
+	values[0] = Int64GetDatum((int64) params.buckets);
+	values[1] = Int32GetDatum((int32) params.fp_bits);
+	values[2] = Int64GetDatum((int64) params.bytes);
+	values[3] = Float8GetDatum(params.bits_per_key);
+	return amq_return_record(fcinfo, values, nulls);
+}
