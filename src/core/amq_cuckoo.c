@@ -21,8 +21,9 @@
  * - Fingerprints of any width from 4 to 32 bits, bit-packed: slot s of
  *	 bucket b is the f bits at bit (4b + s) * f of the table's word array.
  *	 One extra zero word at the end lets every slot be read with a single
- *	 unaligned 64-bit load.  A fingerprint is 1 + lo32(hash) * (2^f - 1) /
- *	 2^32: uniform over the 2^f - 1 nonzero values (0 marks an empty slot).
+ *	 unaligned 64-bit load.  A fingerprint is 1 + lo32(x) * (2^f - 1) / 2^32
+ *	 with x = fmix64(hash): uniform over the 2^f - 1 nonzero values (0 marks
+ *	 an empty slot).
  * - Insertions that cannot finish within AMQ_CUCKOO_MAX_KICKS evictions park
  *	 the fingerprint in flight in the table's victim slot, as the authors'
  *	 reference code does: nothing is lost, and the table counts as full.
@@ -688,6 +689,9 @@ amq_cuckoo_open(const uint8_t *buf, size_t len, amq_cuckoo_view *view)
 		return AMQ_ERR_UNBOUND_COUNT;
 	if (off != len)
 		return AMQ_ERR_LENGTH;
+	/* only reachable by a value that was not built here */
+	if (len > AMQ_CUCKOO_MAX_BYTES)
+		return AMQ_ERR_TOO_LARGE;
 
 	view->base = base;
 	view->bytes = len;
@@ -783,33 +787,23 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 /* How far ahead add_many prefetches, in values. */
 #define PREFETCH_DISTANCE	8
 
-/*
- * Prefetches the value's first bucket, and its second when the table is
- * more than half full.  Below that the first bucket nearly always has room,
- * and the second prefetch would only halve the number of values whose
- * misses can be in flight at once.
- */
+/* Prefetches both buckets of a value, for writing. */
 static inline void
 prefetch_buckets(const amq_cuckoo_view *view, const amq_cuckoo_table *t,
-				 uint64_t hash, bool both)
+				 uint64_t hash)
 {
 #if defined(__GNUC__) || defined(__clang__)
 	uint32_t	f = view->fp_bits;
 	uint64_t	mixed = amq_fmix64(hash);
 	uint64_t	b1 = fastrange64(mixed, t->buckets);
+	uint64_t	b2 = alt_in(t, b1, fingerprint_of_mixed(mixed, f));
 
 	__builtin_prefetch(t->words + ((b1 * 4 * f) >> 3), 1);
-	if (both)
-	{
-		uint64_t	b2 = alt_in(t, b1, fingerprint_of_mixed(mixed, f));
-
-		__builtin_prefetch(t->words + ((b2 * 4 * f) >> 3), 1);
-	}
+	__builtin_prefetch(t->words + ((b2 * 4 * f) >> 3), 1);
 #else
 	(void) view;
 	(void) t;
 	(void) hash;
-	(void) both;
 #endif
 }
 
@@ -818,7 +812,6 @@ amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
 					size_t count, uint32_t family, size_t *done)
 {
 	amq_cuckoo_table last;
-	bool		both;
 	size_t		i;
 
 	*done = 0;
@@ -827,15 +820,14 @@ amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
 
 	/* values are tried in the last table first: prefetch their buckets there */
 	table_decode(view->base + view->last_offset, view->fp_bits, view->base_buckets, &last);
-	both = last.items > 2 * last.buckets;
 	for (i = 0; i < count && i < PREFETCH_DISTANCE; i++)
-		prefetch_buckets(view, &last, hashes[i], both);
+		prefetch_buckets(view, &last, hashes[i]);
 	for (i = 0; i < count; i++)
 	{
 		amq_status	status;
 
 		if (i + PREFETCH_DISTANCE < count)
-			prefetch_buckets(view, &last, hashes[i + PREFETCH_DISTANCE], both);
+			prefetch_buckets(view, &last, hashes[i + PREFETCH_DISTANCE]);
 		status = amq_cuckoo_add(view, hashes[i], family);
 		if (status != AMQ_OK)
 			return status;
@@ -977,18 +969,14 @@ amq_cuckoo_may_contain(const amq_cuckoo_view *view, uint64_t hash)
 		amq_cuckoo_table t;
 		uint64_t	b1;
 		uint64_t	b2;
-		uint32_t	s1[4];
-		uint32_t	s2[4];
 
 		table_decode(p, f, view->base_buckets, &t);
 		p += t.bytes;
 		b1 = fastrange64(mixed, t.buckets);
 		b2 = alt_in(&t, b1, fp);
-		/* both loads first, so that their cache misses overlap */
-		bucket_read(t.words, b1, f, s1);
-		bucket_read(t.words, b2, f, s2);
-		if (s1[0] == fp || s1[1] == fp || s1[2] == fp || s1[3] == fp ||
-			s2[0] == fp || s2[1] == fp || s2[2] == fp || s2[3] == fp ||
+
+		if (bucket_find(t.words, b1, f, fp) >= 0 ||
+			bucket_find(t.words, b2, f, fp) >= 0 ||
 			(t.victim_fp == fp && (t.victim_bucket == b1 || t.victim_bucket == b2)))
 			return true;
 	}

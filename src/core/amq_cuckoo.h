@@ -17,8 +17,8 @@
  * base * 2^level buckets for some level.  Every table
  * has a victim slot: the one fingerprint an insertion could not place after
  * AMQ_CUCKOO_MAX_KICKS evictions.  amq_cuckoo_open() is the one validator;
- * it reads the header and every table header (O(number of tables), never the
- * fingerprints) and fills an amq_cuckoo_view.
+ * it reads the header, every table header and the last two words of each
+ * table (their padding), O(number of tables), and fills an amq_cuckoo_view.
  *
  * Callers hash values to 64 bits themselves (the extension: the type's
  * default hash operator class, seeded with the filter's seed) and hand the
@@ -158,14 +158,19 @@ extern void amq_cuckoo_init(uint8_t *buf, const amq_cuckoo_params *params,
 extern void amq_cuckoo_init_empty(uint8_t *buf);
 
 /*
- * The validator.  Checks, in order: length >= header, magic, version, hash
- * scheme, flags and reserved bytes zero, geometry (bucket size 4, fingerprint
- * width, table count, capacity, target rate), then each table in turn: its
- * header fits (AMQ_ERR_LENGTH), buckets >= 1 and base * 2^level with base
- * the first table's, victim in range (AMQ_ERR_GEOMETRY), item count at most its slots (AMQ_ERR_COUNT), reserved
- * field and padding bits zero (AMQ_ERR_RESERVED); then family/count
- * consistency (AMQ_ERR_UNBOUND_COUNT) and exact total length.
- * On success fills *view.
+ * The validator.  Checks, in order: length >= header (AMQ_ERR_TRUNCATED),
+ * magic, version, hash scheme, flags and reserved bytes zero; then the
+ * header's geometry (AMQ_ERR_GEOMETRY): with no tables, the sizeless empty
+ * filter, every other field zero; else bucket size 4, fingerprint width
+ * 4..32, capacity >= 1, 0 < p < 1.  Then each table in turn: its header fits
+ * (AMQ_ERR_LENGTH); 1 <= buckets <= the size limit and buckets = base *
+ * 2^level, base being the first table's (AMQ_ERR_GEOMETRY); the whole table
+ * fits (AMQ_ERR_LENGTH); victim fingerprint within f bits, victim bucket in
+ * range and no victim bucket without a fingerprint (AMQ_ERR_GEOMETRY); item
+ * count at most its slots (AMQ_ERR_COUNT); reserved field and padding bits
+ * zero (AMQ_ERR_RESERVED).  Finally family/count consistency
+ * (AMQ_ERR_UNBOUND_COUNT), exact total length (AMQ_ERR_LENGTH) and the size
+ * limit (AMQ_ERR_TOO_LARGE).  On success fills *view.
  */
 extern amq_status amq_cuckoo_open(const uint8_t *buf, size_t len,
 								  amq_cuckoo_view *view);
@@ -175,8 +180,8 @@ extern void amq_cuckoo_table_at(const amq_cuckoo_view *view, uint32_t t,
 								amq_cuckoo_table *table);
 
 /*
- * Adds a value.  Tries a free slot in the value's two buckets of every table,
- * then evicts (at most AMQ_CUCKOO_MAX_KICKS times) in the last table if its
+ * Adds a value.  Tries a free slot in the value's two buckets of the last
+ * table, then of the others in order, then evicts (at most AMQ_CUCKOO_MAX_KICKS times) in the last table if its
  * victim slot is free, parking the last evicted fingerprint there if the walk
  * does not end.  Returns AMQ_OK, or AMQ_FULL with the filter unchanged when
  * every table is full: the caller then appends a table

@@ -37,7 +37,7 @@ typedef enum amq_status
 	AMQ_ERR_TOO_LARGE,			/* filter would exceed the size limit */
 
 	/* operations on two filters */
-	AMQ_ERR_GEOMETRY_MISMATCH,	/* different layout, bits, hashes or seed */
+	AMQ_ERR_GEOMETRY_MISMATCH,	/* different geometry (layout, sizes, hashes, fingerprint width) or seed */
 	AMQ_ERR_FAMILY_MISMATCH,	/* built from values of different type families */
 	AMQ_ERR_NO_GEOMETRY,		/* the sizeless empty filter cannot take values */
 
