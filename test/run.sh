@@ -80,8 +80,10 @@ main() {
 	run_step unittest-asan pgxs_make unittest-asan || true
 	if [ "$built" = yes ]; then
 		run_step installcheck regression_tests || true
+		run_step roundtrip bash "$AMQ_ROOT/test/roundtrip.sh" || true
 	else
 		skip_step installcheck "the extension did not build or install"
+		skip_step roundtrip "the extension did not build or install"
 	fi
 
 	printf '\n===== summary =====\n'
