@@ -1206,7 +1206,13 @@ amq_cuckoo_merge_step(amq_cuckoo_merge *m, amq_cuckoo_view *dst,
 	uint32_t	f = dst->fp_bits;
 	uint64_t	budget = max_buckets ? max_buckets : 1;
 
-	if (src->tables == 0)
+	/*
+	 * A filter bound to no family has had no value added: whatever its slots
+	 * hold (only a value built elsewhere can hold anything), it is empty.
+	 * Folding such slots into dst would also count items in a dst that may
+	 * be unbound itself, which the validator rightly rejects.
+	 */
+	if (src->tables == 0 || src->family == 0)
 		return true;
 	bind_family(dst, src->family);
 

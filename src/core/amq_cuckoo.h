@@ -243,7 +243,8 @@ extern amq_status amq_cuckoo_compatible(const amq_cuckoo_view *dst,
  * a source table whose size matches dst tables is folded into them
  * fingerprint by fingerprint (each keeps its bucket pair), and what does not
  * fit goes to a new table of that size; a source table without a match is
- * appended whole.  No fingerprint is ever lost.  Begin checks compatibility;
+ * appended whole.  No fingerprint is ever lost.  A source bound to no
+ * family holds no values and changes nothing.  Begin checks compatibility;
  * step merges up to max_buckets source buckets and returns true when the
  * merge is complete.  dst is a valid filter after every step.
  */
