@@ -5,8 +5,11 @@
 #
 # Installs PostgreSQL 15 and a C toolchain when missing (as root), builds and installs
 # the extension (any compiler warning fails the build), runs the core unit tests plain
-# and under ASan/UBSan, then the pg_regress suite against a throwaway cluster.  A
-# failed step does not stop the ones that do not depend on it.  The last line is
+# and under ASan/UBSan, then the pg_regress suite against a throwaway cluster, the
+# dump/restore and COPY round trips (test/roundtrip.sh), the pg_regress suite again
+# against an ASan/UBSan build of the extension (test/sanitize.sh), and the fuzz
+# harnesses briefly (test/fuzz/run.sh).  A failed step does not stop the ones that do
+# not depend on it.  The last line is
 #
 #   amqfilter: N passed, M failed
 #
@@ -78,12 +81,17 @@ main() {
 	run_step build build_and_install || built=no
 	run_step unittest pgxs_make unittest || true
 	run_step unittest-asan pgxs_make unittest-asan || true
+	# the fuzz harnesses, about 12 s each (a minute in all); no PostgreSQL needed
+	run_step fuzz bash "$AMQ_ROOT/test/fuzz/run.sh" 12 || true
 	if [ "$built" = yes ]; then
 		run_step installcheck regression_tests || true
 		run_step roundtrip bash "$AMQ_ROOT/test/roundtrip.sh" || true
+		# bounded: a sanitizer runtime that hangs must not stall the suite
+		run_step sanitize timeout 600 bash "$AMQ_ROOT/test/sanitize.sh" || true
 	else
 		skip_step installcheck "the extension did not build or install"
 		skip_step roundtrip "the extension did not build or install"
+		skip_step sanitize "the extension did not build or install"
 	fi
 
 	printf '\n===== summary =====\n'

@@ -1,0 +1,220 @@
+/*
+ * fuzz_cuckoo_diff.c
+ *		libFuzzer harness: differential test of the cuckoo filter against an
+ *		exact multiset.
+ *
+ * Input: byte 0 picks the capacity n (1..24), byte 1 the target rate p from
+ * a small table that includes 0.5 (4-bit fingerprints, so fingerprints and
+ * bucket pairs collide and growth happens early); every further byte is an
+ * operation on one of 64 keys (key = byte & 63, hash = a fixed mix of the
+ * key, distinct per key):
+ *
+ *	op 0 (0x00..0x3f)  add the key
+ *	op 1 (0x40..0x7f)  delete the key, only if the exact multiset holds it
+ *	                   (else probe it)
+ *	op 2 (0x80..0xbf)  probe the key
+ *	op 3 (0xc0..0xff)  keys 0..7: union with a filter built from the same
+ *	                   multiset (every multiplicity doubles); else add
+ *
+ * The same operations run on a cuckoo filter (growing as the glue does on
+ * AMQ_FULL: amq_cuckoo_growth_buckets + amq_cuckoo_append_table) and on the
+ * exact multiset (a count per key hash).  Checked after each operation:
+ *	- no false negative: may_contain is true and count >= the true
+ *	  multiplicity for the key touched (and for every key after a union, a
+ *	  growth and at the end);
+ *	- delete of a present key succeeds;
+ *	- view.items equals the multiset's total;
+ *	- the filter still passes amq_cuckoo_open on exactly view.bytes.
+ *
+ * Any violation traps (see fuzz_common.h).
+ */
+#include "fuzz_common.h"
+#include "amq_cuckoo.h"
+
+#define NKEYS			64
+#define LIMIT_BYTES		(1024 * 1024)	/* stop growing past this: keeps runs fast */
+#define LIMIT_UNION		1024			/* no union past this many items */
+
+static const double rates[] = {0.5, 0.5, 0.3, 0.25, 0.1, 0.01, 0.001, 1e-6};
+
+typedef struct filter
+{
+	uint8_t    *buf;
+	size_t		room;
+	amq_cuckoo_view v;
+} filter;
+
+static uint64_t
+key_hash(unsigned key)
+{
+	uint64_t	s = UINT64_C(0x1234567) + key;
+
+	return fuzz_splitmix(&s);
+}
+
+static void
+reopen(filter *f)
+{
+	size_t		bytes = f->v.bytes;
+
+	FUZZ_CHECK(amq_cuckoo_open(f->buf, bytes, &f->v) == AMQ_OK);
+	FUZZ_CHECK(f->v.bytes == bytes);
+}
+
+static void
+reserve(filter *f, size_t need)
+{
+	if (need <= f->room)
+		return;
+	f->buf = realloc(f->buf, need);
+	if (f->buf == NULL)
+		abort();
+	f->room = need;
+	reopen(f);
+}
+
+static bool
+filter_new(filter *f, uint64_t n, double p)
+{
+	amq_cuckoo_params params;
+
+	FUZZ_CHECK(amq_cuckoo_size(n, p, &params) == AMQ_OK);
+	f->buf = fuzz_malloc(params.bytes);
+	f->room = params.bytes;
+	amq_cuckoo_init(f->buf, &params, n, p, AMQ_CUCKOO_DEFAULT_SEED);
+	FUZZ_CHECK(amq_cuckoo_open(f->buf, params.bytes, &f->v) == AMQ_OK);
+	FUZZ_CHECK(f->v.tables == 1 && f->v.items == 0);
+	return true;
+}
+
+/* Adds one hash, growing when full; false when growth would pass the limit. */
+static bool
+filter_add(filter *f, uint64_t hash)
+{
+	amq_status	st = amq_cuckoo_add(&f->v, hash, 7);
+
+	if (st == AMQ_FULL)
+	{
+		uint64_t	buckets = amq_cuckoo_growth_buckets(&f->v);
+		size_t		tb = amq_cuckoo_table_bytes(buckets, f->v.fp_bits);
+
+		if (f->v.bytes + tb > LIMIT_BYTES)
+			return false;
+		reserve(f, f->v.bytes + tb);
+		amq_cuckoo_append_table(&f->v, buckets);
+		reopen(f);
+		st = amq_cuckoo_add(&f->v, hash, 7);
+	}
+	FUZZ_CHECK(st == AMQ_OK);
+	return true;
+}
+
+static void
+check_key(const filter *f, const uint32_t *cnt, unsigned key)
+{
+	uint64_t	h = key_hash(key);
+
+	if (cnt[key] > 0)
+	{
+		FUZZ_CHECK(amq_cuckoo_may_contain(&f->v, h));
+		FUZZ_CHECK(amq_cuckoo_count(&f->v, h) >= cnt[key]);
+	}
+	else
+		FUZZ_CHECK(amq_cuckoo_may_contain(&f->v, h) ==
+				   (amq_cuckoo_count(&f->v, h) > 0));
+}
+
+static void
+check_all(filter *f, const uint32_t *cnt, uint64_t total)
+{
+	unsigned	k;
+
+	reopen(f);
+	FUZZ_CHECK(f->v.items == total);
+	for (k = 0; k < NKEYS; k++)
+		check_key(f, cnt, k);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	filter		a;
+	uint32_t	cnt[NKEYS] = {0};
+	uint64_t	total = 0;
+	uint64_t	n;
+	double		p;
+	size_t		i;
+
+	if (size < 2)
+		return 0;
+	n = 1 + data[0] % 24;
+	p = rates[data[1] % (sizeof(rates) / sizeof(rates[0]))];
+	filter_new(&a, n, p);
+
+	for (i = 2; i < size; i++)
+	{
+		unsigned	op = data[i] >> 6;
+		unsigned	key = data[i] & 63;
+		uint64_t	h = key_hash(key);
+
+		if (op == 1 && cnt[key] == 0)
+			op = 2;
+		if (op == 3 && key >= 8)
+			op = 0;
+
+		if (op == 0)
+		{
+			if (!filter_add(&a, h))
+				break;
+			cnt[key]++;
+			total++;
+		}
+		else if (op == 1)
+		{
+			FUZZ_CHECK(amq_cuckoo_delete(&a.v, h));
+			cnt[key]--;
+			total--;
+		}
+		else if (op == 3)
+		{
+			filter		b;
+			amq_cuckoo_merge m;
+			unsigned	k;
+			uint32_t	c;
+			bool		ok = true;
+
+			if (total > LIMIT_UNION)
+				continue;
+			filter_new(&b, n, p);
+			for (k = 0; k < NKEYS && ok; k++)
+				for (c = 0; c < cnt[k] && ok; c++)
+					ok = filter_add(&b, key_hash(k));
+			if (ok)
+			{
+				check_all(&b, cnt, total);
+				reserve(&a, a.v.bytes + b.v.bytes);
+				FUZZ_CHECK(amq_cuckoo_merge_begin(&m, &a.v, &b.v) == AMQ_OK);
+				while (!amq_cuckoo_merge_step(&m, &a.v, &b.v, 1 + key))
+				{
+					FUZZ_CHECK(a.v.bytes <= a.room);
+					reopen(&a);
+				}
+				FUZZ_CHECK(a.v.bytes <= a.room);
+				for (k = 0; k < NKEYS; k++)
+					cnt[k] *= 2;
+				total *= 2;
+				check_all(&a, cnt, total);
+			}
+			free(b.buf);
+			continue;
+		}
+
+		/* after every operation */
+		FUZZ_CHECK(a.v.items == total);
+		reopen(&a);
+		check_key(&a, cnt, key);
+	}
+	check_all(&a, cnt, total);
+	free(a.buf);
+	return 0;
+}
