@@ -120,8 +120,9 @@ cuckoo_delete(PG_FUNCTION_ARGS)
 	amq_check_family(hasher, view.family, "cuckoo filter");
 
 	result = amq_cuckoo_to_varlena(&view);
-	amq_cuckoo_open_or_error(VARDATA(result), VARSIZE(result) - VARHDRSZ,
-							 AMQ_GATE_STORED, &view);
+	if (amq_cuckoo_open((uint8 *) VARDATA(result), VARSIZE(result) - VARHDRSZ,
+						&view) != AMQ_OK)
+		elog(ERROR, "copied cuckoo filter failed validation");
 	amq_cuckoo_delete(&view, amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed));
 	PG_RETURN_POINTER(result);
 }

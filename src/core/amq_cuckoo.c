@@ -344,6 +344,22 @@ alt_in(const amq_cuckoo_table *t, uint64_t bucket, uint32_t fp)
 	return amq_cuckoo_alternate(bucket, fp, t->base, t->level);
 }
 
+/* The bucket pair in table t of a value whose hash mixes to mixed. */
+static inline void
+pair_in(const amq_cuckoo_table *t, uint64_t mixed, uint32_t fp,
+		uint64_t *b1, uint64_t *b2)
+{
+	*b1 = fastrange64(mixed, t->buckets);
+	*b2 = alt_in(t, *b1, fp);
+}
+
+/* Whether t's victim slot holds fp parked in the pair (b1, b2). */
+static inline bool
+victim_in_pair(const amq_cuckoo_table *t, uint32_t fp, uint64_t b1, uint64_t b2)
+{
+	return t->victim_fp == fp && (t->victim_bucket == b1 || t->victim_bucket == b2);
+}
+
 /*
  * Counts one more (delta = 1) or one fewer (delta = -1) item in a table and
  * in the view.  Table counts stay within [0, slots] whatever a crafted value
@@ -734,6 +750,7 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 	amq_cuckoo_table t;
 	amq_cuckoo_table last;
 	uint64_t	b1;
+	uint64_t	b2;
 	uint64_t	rng;
 	uint32_t	i;
 
@@ -749,8 +766,8 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 	 * then in the others.
 	 */
 	table_decode(view->base + view->last_offset, f, view->base_buckets, &last);
-	b1 = fastrange64(mixed, last.buckets);
-	if (place(&last, f, fp, b1, alt_in(&last, b1, fp)))
+	pair_in(&last, mixed, fp, &b1, &b2);
+	if (place(&last, f, fp, b1, b2))
 	{
 		bind_family(view, family);
 		count_item(view, &last, 1);
@@ -760,11 +777,12 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 	for (i = 0; i + 1 < view->tables; i++)
 	{
 		uint64_t	b;
+		uint64_t	b_alt;
 
 		table_decode(p, f, view->base_buckets, &t);
 		p += t.bytes;
-		b = fastrange64(mixed, t.buckets);
-		if (place(&t, f, fp, b, alt_in(&t, b, fp)))
+		pair_in(&t, mixed, fp, &b, &b_alt);
+		if (place(&t, f, fp, b, b_alt))
 		{
 			bind_family(view, family);
 			count_item(view, &t, 1);
@@ -777,7 +795,7 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 		return AMQ_FULL;
 	rng = hash;
 	if (next_random(&rng) >> 63)
-		b1 = alt_in(&last, b1, fp);
+		b1 = b2;
 	kick_insert(&last, f, fp, b1, &rng);
 	bind_family(view, family);
 	count_item(view, &last, 1);
@@ -795,8 +813,10 @@ prefetch_buckets(const amq_cuckoo_view *view, const amq_cuckoo_table *t,
 #if defined(__GNUC__) || defined(__clang__)
 	uint32_t	f = view->fp_bits;
 	uint64_t	mixed = amq_fmix64(hash);
-	uint64_t	b1 = fastrange64(mixed, t->buckets);
-	uint64_t	b2 = alt_in(t, b1, fingerprint_of_mixed(mixed, f));
+	uint64_t	b1;
+	uint64_t	b2;
+
+	pair_in(t, mixed, fingerprint_of_mixed(mixed, f), &b1, &b2);
 
 	__builtin_prefetch(t->words + ((b1 * 4 * f) >> 3), 1);
 	__builtin_prefetch(t->words + ((b2 * 4 * f) >> 3), 1);
@@ -918,8 +938,7 @@ amq_cuckoo_delete(amq_cuckoo_view *view, uint64_t hash)
 		p += t.bytes;
 		if (found && t.level < best.level)
 			continue;
-		b1 = fastrange64(mixed, t.buckets);
-		b2 = alt_in(&t, b1, fp);
+		pair_in(&t, mixed, fp, &b1, &b2);
 		if ((s = bucket_find(t.words, b1, f, fp)) < 0 &&
 			(s = bucket_find(t.words, b2, f, fp)) >= 0)
 			b1 = b2;
@@ -930,8 +949,7 @@ amq_cuckoo_delete(amq_cuckoo_view *view, uint64_t hash)
 			best_pos = 4 * b1 + (unsigned) s;
 			found = true;
 		}
-		else if (t.victim_fp == fp &&
-				 (t.victim_bucket == b1 || t.victim_bucket == b2))
+		else if (victim_in_pair(&t, fp, b1, b2))
 		{
 			best = t;
 			best_is_victim = true;
@@ -972,12 +990,10 @@ amq_cuckoo_may_contain(const amq_cuckoo_view *view, uint64_t hash)
 
 		table_decode(p, f, view->base_buckets, &t);
 		p += t.bytes;
-		b1 = fastrange64(mixed, t.buckets);
-		b2 = alt_in(&t, b1, fp);
-
+		pair_in(&t, mixed, fp, &b1, &b2);
 		if (bucket_find(t.words, b1, f, fp) >= 0 ||
 			bucket_find(t.words, b2, f, fp) >= 0 ||
-			(t.victim_fp == fp && (t.victim_bucket == b1 || t.victim_bucket == b2)))
+			victim_in_pair(&t, fp, b1, b2))
 			return true;
 	}
 	return false;
@@ -1005,12 +1021,11 @@ amq_cuckoo_count(const amq_cuckoo_view *view, uint64_t hash)
 
 		table_decode(p, f, view->base_buckets, &t);
 		p += t.bytes;
-		b1 = fastrange64(mixed, t.buckets);
-		b2 = alt_in(&t, b1, fp);
+		pair_in(&t, mixed, fp, &b1, &b2);
 		n += bucket_count(t.words, b1, f, fp);
 		if (b2 != b1)
 			n += bucket_count(t.words, b2, f, fp);
-		if (t.victim_fp == fp && (t.victim_bucket == b1 || t.victim_bucket == b2))
+		if (victim_in_pair(&t, fp, b1, b2))
 			n++;
 	}
 	return n;
