@@ -13,9 +13,9 @@ DATA = amqfilter--0.1.sql
 
 CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c \
 	src/core/amq_cuckoo.c
-GLUE_SRCS = src/amqfilter.c src/hashing.c src/filter_access.c src/filter_io.c \
-	src/bloom_ops.c src/bloom_agg.c \
-	src/cuckoo_buffer.c src/cuckoo_ops.c src/cuckoo_agg.c
+GLUE_SRCS = src/amqfilter.c src/filter_access.c src/hashing.c src/filter_io.c \
+	src/filter_agg.c src/bloom_type.c src/bloom_ops.c src/bloom_agg.c \
+	src/cuckoo_type.c src/cuckoo_ops.c src/cuckoo_agg.c
 OBJS = $(CORE_SRCS:.c=.o) $(GLUE_SRCS:.c=.o)
 
 REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \

@@ -10,20 +10,24 @@
 CREATE FUNCTION patch(b bytea, off int, hex text) RETURNS bytea
   LANGUAGE sql IMMUTABLE STRICT
   AS $$ SELECT overlay(b PLACING decode(hex, 'hex') FROM off + 1) $$;
--- the SQLSTATE and message of a cast, or 'accepted'
+-- the SQLSTATE, message and detail of a cast, or 'accepted'
 CREATE FUNCTION try_bytea(b bytea) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE detail text;
 BEGIN
   PERFORM b::bloom;
   RETURN 'accepted';
 EXCEPTION WHEN others THEN
-  RETURN SQLSTATE || ' ' || SQLERRM;
+  GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+  RETURN SQLSTATE || ' ' || SQLERRM || coalesce(' -- ' || nullif(detail, ''), '');
 END $$;
 CREATE FUNCTION try_text(t text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE detail text;
 BEGIN
   PERFORM t::bloom;
   RETURN 'accepted';
 EXCEPTION WHEN others THEN
-  RETURN SQLSTATE || ' ' || SQLERRM;
+  GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+  RETURN SQLSTATE || ' ' || SQLERRM || coalesce(' -- ' || nullif(detail, ''), '');
 END $$;
 
 -- the specimen: a classic filter of 64 bits (8 bytes of bits, 64 bytes in all)

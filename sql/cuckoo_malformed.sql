@@ -30,20 +30,24 @@ SET search_path = cuckoo_malformed, public;
 CREATE FUNCTION patch(b bytea, off int, hex text) RETURNS bytea
   LANGUAGE sql IMMUTABLE STRICT
   AS $$ SELECT overlay(b PLACING decode(hex, 'hex') FROM off + 1) $$;
--- the SQLSTATE and message of a cast, or 'accepted'
+-- the SQLSTATE, message and detail of a cast, or 'accepted'
 CREATE FUNCTION try_bytea(b bytea) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE detail text;
 BEGIN
   PERFORM b::cuckoo;
   RETURN 'accepted';
 EXCEPTION WHEN others THEN
-  RETURN SQLSTATE || ' ' || SQLERRM;
+  GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+  RETURN SQLSTATE || ' ' || SQLERRM || coalesce(' -- ' || nullif(detail, ''), '');
 END $$;
 CREATE FUNCTION try_text(t text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE detail text;
 BEGIN
   PERFORM t::cuckoo;
   RETURN 'accepted';
 EXCEPTION WHEN others THEN
-  RETURN SQLSTATE || ' ' || SQLERRM;
+  GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+  RETURN SQLSTATE || ' ' || SQLERRM || coalesce(' -- ' || nullif(detail, ''), '');
 END $$;
 
 -- the specimens:
@@ -202,11 +206,13 @@ CREATE TABLE stored (n int, f cuckoo);
 INSERT INTO stored SELECT n, unchecked_cuckoo(('\x' || encode(v, 'hex'))::cstring)
   FROM cases WHERE n IN (45, 53, 58);
 CREATE FUNCTION try_stored(sql text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE detail text;
 BEGIN
   EXECUTE sql;
   RETURN 'accepted';
 EXCEPTION WHEN others THEN
-  RETURN SQLSTATE || ' ' || SQLERRM;
+  GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+  RETURN SQLSTATE || ' ' || SQLERRM || coalesce(' -- ' || nullif(detail, ''), '');
 END $$;
 SELECT n, fn, try_stored(format('SELECT %s FROM cuckoo_malformed.stored WHERE n = %s', expr, n)) AS result
   FROM (SELECT DISTINCT n FROM stored) s,

@@ -1,20 +1,29 @@
 /*
  * amqfilter.c
  *		Module magic, the one place where core status codes become errors,
- *		and the few fmgr helpers every type's functions share.
+ *		and the few fmgr and memory helpers every other glue file shares.
  *
  * Every gate that accepts bytes (text input, recv, the bytea cast, aggregate
  * deserialization, any read of a stored value) runs the same core validator
  * and reports its verdict through amq_report_invalid(), so one fault reads
- * the same wherever it is caught; only the errcode says which gate caught it.
+ * the same wherever it is caught: the message names what failed, the detail
+ * says why, and only the errcode says which gate caught it.
+ *
+ * This file is the base of the glue (see amqfilter.h): it calls nothing
+ * else of it.
  */
 #include "postgres.h"
+
+#include <ctype.h>
 
 #include "fmgr.h"
 #include "access/htup_details.h"
 #include "funcapi.h"
 #if PG_VERSION_NUM >= 160000
 #include "nodes/miscnodes.h"
+#else
+/* before soft errors existed, every error was a hard one */
+#define errsave(escontext, ...) ereport(ERROR, __VA_ARGS__)
 #endif
 
 #include "amqfilter.h"
@@ -40,6 +49,20 @@ invalid_errcode(amq_status status, AmqGate gate)
 }
 
 /*
+ * The core's wording of a status as an errdetail sentence: capitalised,
+ * with a full stop.  The core keeps lower-case fragments because its texts
+ * also end up inside other messages.
+ */
+static char *
+status_sentence(amq_status status)
+{
+	char	   *s = psprintf("%s.", amq_status_text(status));
+
+	s[0] = (char) toupper((unsigned char) s[0]);
+	return s;
+}
+
+/*
  * Reports a value that failed validation.  With a soft-error context (text
  * input on PostgreSQL 16 and later) the error is saved there and false is
  * returned, so the caller returns NULL; otherwise it does not return.
@@ -48,115 +71,64 @@ bool
 amq_report_invalid(const AmqFormat *format, amq_status status, AmqGate gate,
 				   Node *escontext)
 {
-	const char *typname = format->name;
 	const char *what = gate == AMQ_GATE_TEXT ? "invalid input syntax for type"
 		: "invalid value of type";
 
-#if PG_VERSION_NUM >= 160000
 	errsave(escontext,
 			(errcode(invalid_errcode(status, gate)),
-			 errmsg("%s %s: %s", what, typname, amq_status_text(status)),
+			 errmsg("%s %s", what, format->name),
+			 errdetail_internal("%s", status_sentence(status)),
 			 status == AMQ_ERR_VERSION ?
 			 errhint("This build of amqfilter reads format version %d.",
 					 format->version) : 0));
-#else
 	(void) escontext;
-	ereport(ERROR,
-			(errcode(invalid_errcode(status, gate)),
-			 errmsg("%s %s: %s", what, typname, amq_status_text(status)),
-			 status == AMQ_ERR_VERSION ?
-			 errhint("This build of amqfilter reads format version %d.",
-					 format->version) : 0));
-#endif
 	return false;
 }
 
-/* Reports n, p or a size that the core refused before anything was allocated. */
+/* Validates bytes from a gate into *view, erroring as the gate requires. */
 void
-amq_report_sizing(const char *typname, amq_status status, int64 n, double p)
+amq_open_or_error(const AmqFormat *format, const void *data, size_t len,
+				  AmqGate gate, void *view)
+{
+	amq_status	status = format->open(data, len, view);
+
+	if (status != AMQ_OK)
+		amq_report_invalid(format, status, gate, NULL);
+}
+
+/*
+ * Reports n, p or a size that the core refused before anything was
+ * allocated.  Type-specific refusals (a rate below what the type reaches)
+ * are reported by the type's own file.
+ */
+void
+amq_report_sizing(const AmqFormat *format, amq_status status, int64 n, double p)
 {
 	switch (status)
 	{
 		case AMQ_ERR_PARAM_N:
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s capacity n must be at least 1", typname),
+					 errmsg("%s filter capacity n must be at least 1", format->name),
 					 errdetail("n = " INT64_FORMAT " was given.", n)));
 			break;
 		case AMQ_ERR_PARAM_P:
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s false-positive rate p must be greater than 0 and less than 1",
-							typname),
+					 errmsg("%s filter false-positive rate p must be greater than 0 and less than 1",
+							format->name),
 					 errdetail("p = %g was given.", p)));
-			break;
-		case AMQ_ERR_PARAM_P_SMALL:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s false-positive rate p must be at least %g",
-							typname, AMQ_CUCKOO_MIN_FPR),
-					 errdetail("p = %g was given; 32-bit fingerprints reach no lower rate.", p),
-					 errhint("Use a bloom filter for lower rates.")));
 			break;
 		case AMQ_ERR_TOO_LARGE:
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("%s for n = " INT64_FORMAT " at p = %g would exceed the 1 GB size limit",
-							typname, n, p),
+					 errmsg("%s filter for n = " INT64_FORMAT " at p = %g would exceed the 1 GB size limit",
+							format->name, n, p),
 					 errhint("Use a larger p, a smaller n, or one filter per partition.")));
 			break;
 		default:
 			elog(ERROR, "unexpected sizing status %d", (int) status);
 	}
-	pg_unreachable();
-}
-
-/* Reports two filters that cannot be merged, naming both geometries. */
-void
-amq_report_mismatch(amq_status status, const amq_bloom_view *a,
-					const amq_bloom_view *b)
-{
-	if (status == AMQ_ERR_FAMILY_MISMATCH)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("cannot combine bloom filters built from values of different types"),
-				 errdetail("The filters hash their values with different hash operator families.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_DATA_EXCEPTION),
-			 errmsg("cannot combine bloom filters of different geometry"),
-			 errdetail("Left: %s layout, " UINT64_FORMAT " bits, k = %u, seed %llx; "
-					   "right: %s layout, " UINT64_FORMAT " bits, k = %u, seed %llx.",
-					   amq_layout_name(a->layout), a->nbits, a->hashes,
-					   (unsigned long long) a->seed,
-					   amq_layout_name(b->layout), b->nbits, b->hashes,
-					   (unsigned long long) b->seed),
-			 errhint("Build both filters with the same n, p and layout.")));
-	pg_unreachable();
-}
-
-/* Reports two cuckoo filters that cannot be merged, naming both geometries. */
-void
-amq_report_cuckoo_mismatch(amq_status status, const amq_cuckoo_view *a,
-						   const amq_cuckoo_view *b)
-{
-	amq_cuckoo_table ta;
-	amq_cuckoo_table tb;
-
-	if (status == AMQ_ERR_FAMILY_MISMATCH)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("cannot combine cuckoo filters built from values of different types"),
-				 errdetail("The filters hash their values with different hash operator families.")));
-	amq_cuckoo_table_at(a, 0, &ta);
-	amq_cuckoo_table_at(b, 0, &tb);
-	ereport(ERROR,
-			(errcode(ERRCODE_DATA_EXCEPTION),
-			 errmsg("cannot combine cuckoo filters of different geometry"),
-			 errdetail("Left: " UINT64_FORMAT " buckets, %u-bit fingerprints, seed %llx; "
-					   "right: " UINT64_FORMAT " buckets, %u-bit fingerprints, seed %llx.",
-					   ta.buckets, a->fp_bits, (unsigned long long) a->seed,
-					   tb.buckets, b->fp_bits, (unsigned long long) b->seed),
-			 errhint("Build both filters with the same n and p.")));
 	pg_unreachable();
 }
 
@@ -181,4 +153,41 @@ amq_aggregate_context(FunctionCallInfo fcinfo, const char *fname)
 	if (!AggCheckCallContext(fcinfo, &aggcxt))
 		elog(ERROR, "%s called in non-aggregate context", fname);
 	return aggcxt;
+}
+
+/* A palloc'd varlena for len bytes of data, to fill and return to SQL. */
+struct varlena *
+amq_varlena_alloc(size_t len)
+{
+	struct varlena *result = palloc(VARHDRSZ + len);
+
+	SET_VARSIZE(result, VARHDRSZ + len);
+	return result;
+}
+
+/* A palloc'd varlena holding a copy of len bytes, to return to SQL. */
+struct varlena *
+amq_varlena_copy(const void *data, size_t len)
+{
+	struct varlena *result = amq_varlena_alloc(len);
+
+	memcpy(VARDATA(result), data, len);
+	return result;
+}
+
+/*
+ * Room for a serialized filter of the given size in cxt, placed so that
+ * what follows its header_size-byte header starts on a cache-line boundary:
+ * then each 512-bit block of a blocked bloom filter is one cache line.
+ * Returns the filter's start; *alloc is what to pfree.
+ */
+uint8 *
+amq_alloc_aligned(MemoryContext cxt, size_t bytes, size_t header_size,
+				  void **alloc)
+{
+	char	   *raw = MemoryContextAllocHuge(cxt, bytes + AMQ_CACHE_LINE);
+	uintptr_t	data = TYPEALIGN(AMQ_CACHE_LINE, (uintptr_t) raw + header_size);
+
+	*alloc = raw;
+	return (uint8 *) (data - header_size);
 }

@@ -15,7 +15,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
-#include "amqfilter.h"
+#include "bloom_type.h"
 
 PG_FUNCTION_INFO_V1(bloom_empty);
 PG_FUNCTION_INFO_V1(bloom_add);
@@ -26,21 +26,14 @@ PG_FUNCTION_INFO_V1(bloom_intersect);
 PG_FUNCTION_INFO_V1(bloom_info);
 PG_FUNCTION_INFO_V1(bloom_params);
 
-/* Sizes a filter from SQL arguments, erroring before any allocation. */
+/* Sizes a filter from SQL arguments (n, p [, layout]), erroring before any allocation. */
 static void
-size_from_args(FunctionCallInfo fcinfo, amq_bloom_params *params,
-			   int64 *n, double *p)
+size_from_args(FunctionCallInfo fcinfo, amq_bloom_params *params)
 {
-	amq_status	status;
-	int			layout = AMQ_BLOOM_LAYOUT_BLOCKED;
-
-	*n = PG_GETARG_INT64(0);
-	*p = PG_GETARG_FLOAT8(1);
-	if (PG_NARGS() > 2)
-		layout = amq_parse_layout(PG_GETARG_TEXT_PP(2));
-	status = amq_bloom_size(*n < 1 ? 0 : (uint64) *n, *p, layout, params);
-	if (status != AMQ_OK)
-		amq_report_sizing("bloom filter", status, *n, *p);
+	amq_bloom_size_or_error(PG_GETARG_INT64(0), PG_GETARG_FLOAT8(1),
+							PG_NARGS() > 2 ? amq_bloom_parse_layout(PG_GETARG_TEXT_PP(2))
+							: AMQ_BLOOM_LAYOUT_BLOCKED,
+							params);
 }
 
 /* bloom_empty(n, p [, layout]): a filter with no members */
@@ -48,14 +41,11 @@ Datum
 bloom_empty(PG_FUNCTION_ARGS)
 {
 	amq_bloom_params params;
-	int64		n;
-	double		p;
 	struct varlena *result;
 
-	size_from_args(fcinfo, &params, &n, &p);
-	result = palloc(VARHDRSZ + params.bytes);
-	SET_VARSIZE(result, VARHDRSZ + params.bytes);
-	amq_bloom_init((uint8 *) VARDATA(result), &params, (uint64) n, p,
+	size_from_args(fcinfo, &params);
+	result = amq_varlena_alloc(params.bytes);
+	amq_bloom_init((uint8 *) VARDATA(result), &params, (uint64) PG_GETARG_INT64(0), PG_GETARG_FLOAT8(1),
 				   AMQ_BLOOM_DEFAULT_SEED);
 	PG_RETURN_POINTER(result);
 }
@@ -71,15 +61,14 @@ bloom_add(PG_FUNCTION_ARGS)
 	amq_bloom_view view;
 	AmqHasher  *hasher;
 	struct varlena *result;
-	amq_status	status;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	amq_bloom_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
 	hasher = amq_hasher_get(fcinfo, 1);
 	if (PG_ARGISNULL(1))
-		PG_RETURN_POINTER(amq_bloom_to_varlena(&view));
-	if (view.layout == AMQ_BLOOM_LAYOUT_EMPTY)
+		PG_RETURN_POINTER(amq_bloom_to_varlena(&view, NULL));
+	if (amq_bloom_is_empty(&view))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot add to the sizeless empty bloom filter"),
@@ -87,10 +76,7 @@ bloom_add(PG_FUNCTION_ARGS)
 				 errhint("Start from bloom_empty(n, p) instead.")));
 	amq_check_family(hasher, view.family, "bloom filter");
 
-	result = amq_bloom_to_varlena(&view);
-	status = amq_bloom_open((uint8 *) VARDATA(result), VARSIZE(result) - VARHDRSZ, &view);
-	if (status != AMQ_OK)
-		elog(ERROR, "copied bloom filter failed validation");
+	result = amq_bloom_to_varlena(&view, &view);
 	amq_bloom_add(&view, amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed),
 				  hasher->family);
 	PG_RETURN_POINTER(result);
@@ -138,25 +124,17 @@ merge_args(FunctionCallInfo fcinfo, bool intersect)
 	amq_bloom_view b;
 	amq_bloom_view result;
 	struct varlena *value;
-	amq_status	status;
 
 	amq_bloom_arg(fcinfo, 0, &cache->filter[0], &a);
 	amq_bloom_arg(fcinfo, 1, &cache->filter[1], &b);
 
 	/* the sizeless empty filter is the empty set */
-	if (a.layout == AMQ_BLOOM_LAYOUT_EMPTY)
-		PG_RETURN_POINTER(amq_bloom_to_varlena(intersect ? &a : &b));
-	if (b.layout == AMQ_BLOOM_LAYOUT_EMPTY)
-		PG_RETURN_POINTER(amq_bloom_to_varlena(intersect ? &b : &a));
+	if (amq_bloom_is_empty(&a))
+		PG_RETURN_POINTER(amq_bloom_to_varlena(intersect ? &a : &b, NULL));
+	if (amq_bloom_is_empty(&b))
+		PG_RETURN_POINTER(amq_bloom_to_varlena(intersect ? &b : &a, NULL));
 
-	status = amq_bloom_compatible(&a, &b);
-	if (status != AMQ_OK)
-		amq_report_mismatch(status, &a, &b);
-
-	value = amq_bloom_to_varlena(&a);
-	status = amq_bloom_open((uint8 *) VARDATA(value), VARSIZE(value) - VARHDRSZ, &result);
-	if (status != AMQ_OK)
-		elog(ERROR, "copied bloom filter failed validation");
+	value = amq_bloom_to_varlena(&a, &result);
 	amq_bloom_merge(&result, &b, intersect);
 	PG_RETURN_POINTER(value);
 }
@@ -203,7 +181,7 @@ bloom_info(PG_FUNCTION_ARGS)
 	}
 	amq_bloom_stats_end(&view, &acc, &stats);
 
-	values[0] = CStringGetTextDatum(amq_layout_name(view.layout));
+	values[0] = CStringGetTextDatum(amq_bloom_layout_name(view.layout));
 	values[1] = Int64GetDatum((int64) view.nbits);
 	values[2] = Int64GetDatum((int64) amq_bloom_total_bytes(&view));
 	values[3] = Int32GetDatum((int32) view.hashes);
@@ -213,11 +191,8 @@ bloom_info(PG_FUNCTION_ARGS)
 	values[7] = Int64GetDatum((int64) stats.bits_set);
 	values[8] = Float8GetDatum(stats.est_distinct);
 	values[9] = Float8GetDatum(stats.est_fpr);
-	if (view.layout == AMQ_BLOOM_LAYOUT_EMPTY)
-	{
-		/* a filter without a size has no target */
-		nulls[4] = nulls[5] = true;
-	}
+	/* a filter without a size has no target */
+	nulls[4] = nulls[5] = amq_bloom_is_empty(&view);
 	return amq_return_record(fcinfo, values, nulls);
 }
 
@@ -226,12 +201,10 @@ Datum
 bloom_params(PG_FUNCTION_ARGS)
 {
 	amq_bloom_params params;
-	int64		n;
-	double		p;
 	Datum		values[4];
 	bool		nulls[4] = {false};
 
-	size_from_args(fcinfo, &params, &n, &p);
+	size_from_args(fcinfo, &params);
 	values[0] = Int64GetDatum((int64) params.nbits);
 	values[1] = Int64GetDatum((int64) params.bytes);
 	values[2] = Int32GetDatum((int32) params.hashes);

@@ -15,7 +15,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
-#include "amqfilter.h"
+#include "cuckoo_type.h"
 
 PG_FUNCTION_INFO_V1(cuckoo_empty);
 PG_FUNCTION_INFO_V1(cuckoo_add);
@@ -32,16 +32,9 @@ PG_FUNCTION_INFO_V1(cuckoo_params);
 
 /* Sizes a filter from SQL arguments (n, p), erroring before any allocation. */
 static void
-size_from_args(FunctionCallInfo fcinfo, amq_cuckoo_params *params,
-			   int64 *n, double *p)
+size_from_args(FunctionCallInfo fcinfo, amq_cuckoo_params *params)
 {
-	amq_status	status;
-
-	*n = PG_GETARG_INT64(0);
-	*p = PG_GETARG_FLOAT8(1);
-	status = amq_cuckoo_size(*n < 1 ? 0 : (uint64) *n, *p, params);
-	if (status != AMQ_OK)
-		amq_report_sizing("cuckoo filter", status, *n, *p);
+	amq_cuckoo_size_or_error(PG_GETARG_INT64(0), PG_GETARG_FLOAT8(1), params);
 }
 
 /* cuckoo_empty(n, p): a filter with no members */
@@ -49,14 +42,11 @@ Datum
 cuckoo_empty(PG_FUNCTION_ARGS)
 {
 	amq_cuckoo_params params;
-	int64		n;
-	double		p;
 	struct varlena *result;
 
-	size_from_args(fcinfo, &params, &n, &p);
-	result = palloc(VARHDRSZ + params.bytes);
-	SET_VARSIZE(result, VARHDRSZ + params.bytes);
-	amq_cuckoo_init((uint8 *) VARDATA(result), &params, (uint64) n, p,
+	size_from_args(fcinfo, &params);
+	result = amq_varlena_alloc(params.bytes);
+	amq_cuckoo_init((uint8 *) VARDATA(result), &params, (uint64) PG_GETARG_INT64(0), PG_GETARG_FLOAT8(1),
 					AMQ_CUCKOO_DEFAULT_SEED);
 	PG_RETURN_POINTER(result);
 }
@@ -87,8 +77,8 @@ cuckoo_add(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	if (!open_update(fcinfo, &view, &hasher))
-		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&view));
-	if (view.tables == 0)
+		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&view, NULL));
+	if (amq_cuckoo_is_empty(&view))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot add to the sizeless empty cuckoo filter"),
@@ -116,13 +106,10 @@ cuckoo_delete(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	if (!open_update(fcinfo, &view, &hasher) || view.family == 0)
-		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&view));
+		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&view, NULL));
 	amq_check_family(hasher, view.family, "cuckoo filter");
 
-	result = amq_cuckoo_to_varlena(&view);
-	if (amq_cuckoo_open((uint8 *) VARDATA(result), VARSIZE(result) - VARHDRSZ,
-						&view) != AMQ_OK)
-		elog(ERROR, "copied cuckoo filter failed validation");
+	result = amq_cuckoo_to_varlena(&view, &view);
 	amq_cuckoo_delete(&view, amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed));
 	PG_RETURN_POINTER(result);
 }
@@ -147,26 +134,29 @@ probe_args(FunctionCallInfo fcinfo, int filter_arg, int value_arg,
 	return true;
 }
 
-/* cuckoo_contains(cuckoo, anyelement): false means certainly not stored */
-Datum
-cuckoo_contains(PG_FUNCTION_ARGS)
+/* Membership test shared by @> and <@; strict, so a NULL value gives NULL. */
+static bool
+probe(FunctionCallInfo fcinfo, int filter_arg, int value_arg)
 {
 	amq_cuckoo_view view;
 	uint64		hash;
 
-	PG_RETURN_BOOL(probe_args(fcinfo, 0, 1, &view, &hash) &&
-				   amq_cuckoo_may_contain(&view, hash));
+	return probe_args(fcinfo, filter_arg, value_arg, &view, &hash) &&
+		amq_cuckoo_may_contain(&view, hash);
+}
+
+/* cuckoo_contains(cuckoo, anyelement): false means certainly not stored */
+Datum
+cuckoo_contains(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(probe(fcinfo, 0, 1));
 }
 
 /* cuckoo_contained_by(anyelement, cuckoo): the same test, for "<@" */
 Datum
 cuckoo_contained_by(PG_FUNCTION_ARGS)
 {
-	amq_cuckoo_view view;
-	uint64		hash;
-
-	PG_RETURN_BOOL(probe_args(fcinfo, 1, 0, &view, &hash) &&
-				   amq_cuckoo_may_contain(&view, hash));
+	PG_RETURN_BOOL(probe(fcinfo, 1, 0));
 }
 
 /*
@@ -199,10 +189,10 @@ cuckoo_union(PG_FUNCTION_ARGS)
 	amq_cuckoo_arg(fcinfo, 1, &cache->filter[1], &b);
 
 	/* the sizeless empty filter is the empty set */
-	if (a.tables == 0)
-		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&b));
-	if (b.tables == 0)
-		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&a));
+	if (amq_cuckoo_is_empty(&a))
+		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&b, NULL));
+	if (amq_cuckoo_is_empty(&b))
+		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&a, NULL));
 	status = amq_cuckoo_compatible(&a, &b);
 	if (status != AMQ_OK)
 		amq_report_cuckoo_mismatch(status, &a, &b);
@@ -259,11 +249,8 @@ cuckoo_info(PG_FUNCTION_ARGS)
 	values[7] = Float8GetDatum(stats.load_factor);
 	values[8] = Float8GetDatum(stats.est_fpr);
 	values[9] = Int32GetDatum((int32) view.tables);
-	if (view.tables == 0)
-	{
-		/* a filter without a size has no target */
-		nulls[4] = nulls[5] = true;
-	}
+	/* a filter without a size has no target */
+	nulls[4] = nulls[5] = amq_cuckoo_is_empty(&view);
 	return amq_return_record(fcinfo, values, nulls);
 }
 
@@ -272,12 +259,10 @@ Datum
 cuckoo_params(PG_FUNCTION_ARGS)
 {
 	amq_cuckoo_params params;
-	int64		n;
-	double		p;
 	Datum		values[4];
 	bool		nulls[4] = {false};
 
-	size_from_args(fcinfo, &params, &n, &p);
+	size_from_args(fcinfo, &params);
 	values[0] = Int64GetDatum((int64) params.buckets);
 	values[1] = Int32GetDatum((int32) params.fp_bits);
 	values[2] = Int64GetDatum((int64) params.bytes);

@@ -33,7 +33,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-#include "amqfilter.h"
+#include "filter_glue.h"
 #include "core/amq_hash.h"
 
 /* FNV-1a, 32 bits; 0 is reserved for "no family yet" */

@@ -1,0 +1,183 @@
+/*
+ * bloom_type.c
+ *		The bloom type's own glue: its format descriptor and I/O functions,
+ *		opening bloom arguments, filters the glue owns, merging, layout
+ *		names and the error for filters that cannot be combined.
+ *
+ * Filters the glue owns (aggregate states, cached copies) are placed so that
+ * their bit arrays start on a 64-byte boundary: then each 512-bit block of
+ * the blocked layout is exactly one cache line.  Values handed back to
+ * PostgreSQL are ordinary palloc'd varlenas.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "bloom_type.h"
+
+/*
+ * amq_bloom_format and bloom_in, bloom_out, bloom_recv, bloom_send, bloom_to_bytea,
+ * bloom_from_bytea
+ */
+AMQ_FORMAT_FUNCTIONS(bloom, AMQ_BLOOM_VERSION, AMQ_BLOOM_HEADER_SIZE)
+
+/* Sizes a filter for SQL arguments, erroring before anything is allocated. */
+void
+amq_bloom_size_or_error(int64 n, double p, int layout, amq_bloom_params *params)
+{
+	amq_status	status = amq_bloom_size(n < 1 ? 0 : (uint64) n, p, layout, params);
+
+	if (status != AMQ_OK)
+		amq_report_sizing(&amq_bloom_format, status, n, p);
+}
+
+/* Opens a filter the glue just wrote; failure is a bug, not bad input. */
+static void
+open_own(const uint8 *data, size_t len, amq_bloom_view *view)
+{
+	amq_status	status = amq_bloom_open(data, len, view);
+
+	if (status != AMQ_OK)
+		elog(ERROR, "bloom filter built in memory failed validation: %s",
+			 amq_status_text(status));
+}
+
+/* A new empty filter for n values at rate p in cxt; bad n or p error first. */
+void
+amq_bloom_buffer_new(AmqBloomBuffer *buf, MemoryContext cxt, int64 n, double p,
+					 int layout)
+{
+	amq_bloom_params params;
+
+	amq_bloom_size_or_error(n, p, layout, &params);
+	buf->view.base = amq_alloc_aligned(cxt, params.bytes, AMQ_BLOOM_HEADER_SIZE,
+									   &buf->alloc);
+	amq_bloom_init(buf->view.base, &params, (uint64) n, p, AMQ_BLOOM_DEFAULT_SEED);
+	open_own(buf->view.base, params.bytes, &buf->view);
+}
+
+/* A copy of src in cxt. */
+void
+amq_bloom_buffer_copy(AmqBloomBuffer *buf, MemoryContext cxt,
+					  const amq_bloom_view *src)
+{
+	size_t		bytes = amq_bloom_total_bytes(src);
+
+	buf->view.base = amq_alloc_aligned(cxt, bytes, AMQ_BLOOM_HEADER_SIZE,
+									   &buf->alloc);
+	memcpy(buf->view.base, src->base, bytes);
+	open_own(buf->view.base, bytes, &buf->view);
+}
+
+/*
+ * A palloc'd varlena holding a copy of the filter, to return to SQL; if
+ * copy is not NULL, it is set to a view of the copy, to change it first.
+ */
+struct varlena *
+amq_bloom_to_varlena(const amq_bloom_view *src, amq_bloom_view *copy)
+{
+	size_t		bytes = amq_bloom_total_bytes(src);
+	struct varlena *result = amq_varlena_copy(src->base, bytes);
+
+	if (copy != NULL)
+		open_own((uint8 *) VARDATA(result), bytes, copy);
+	return result;
+}
+
+/* The sizeless empty filter, as a palloc'd varlena. */
+struct varlena *
+amq_bloom_empty_varlena(void)
+{
+	struct varlena *result = amq_varlena_alloc(AMQ_BLOOM_HEADER_SIZE);
+
+	amq_bloom_init_empty((uint8 *) VARDATA(result));
+	return result;
+}
+
+/*
+ * Merges src into dst (OR, or AND when intersecting), slice by slice so that
+ * a large merge can be cancelled.  Both must be non-empty; filters of
+ * different geometry or element type are an error.
+ */
+void
+amq_bloom_merge(amq_bloom_view *dst, const amq_bloom_view *src, bool intersect)
+{
+	size_t		total = amq_bloom_bits_bytes(dst);
+	size_t		from;
+	amq_status	status = amq_bloom_compatible(dst, src);
+
+	if (status != AMQ_OK)
+		amq_report_bloom_mismatch(status, dst, src);
+
+	for (from = 0; from < total; from += AMQ_SLICE_BYTES)
+	{
+		size_t		to = Min(total, from + AMQ_SLICE_BYTES);
+
+		CHECK_FOR_INTERRUPTS();
+		if (intersect)
+			amq_bloom_intersect_bits(dst, src, from, to);
+		else
+			amq_bloom_union_bits(dst, src, from, to);
+	}
+	if (intersect)
+		amq_bloom_intersect_finish(dst, src);
+	else
+		amq_bloom_union_finish(dst, src);
+}
+
+/* The layout code for a layout name given in SQL. */
+int
+amq_bloom_parse_layout(text *layout)
+{
+	const char *s = VARDATA_ANY(layout);
+	int			len = VARSIZE_ANY_EXHDR(layout);
+
+	if (len == 7 && memcmp(s, "blocked", 7) == 0)
+		return AMQ_BLOOM_LAYOUT_BLOCKED;
+	if (len == 7 && memcmp(s, "classic", 7) == 0)
+		return AMQ_BLOOM_LAYOUT_CLASSIC;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown bloom filter layout \"%s\"", text_to_cstring(layout)),
+			 errhint("Valid layouts are 'blocked' (the default) and 'classic'.")));
+	pg_unreachable();
+}
+
+/* The SQL name of a layout code. */
+const char *
+amq_bloom_layout_name(int layout)
+{
+	switch (layout)
+	{
+		case AMQ_BLOOM_LAYOUT_BLOCKED:
+			return "blocked";
+		case AMQ_BLOOM_LAYOUT_CLASSIC:
+			return "classic";
+		default:
+			return "empty";
+	}
+}
+
+/* Reports two filters that cannot be merged, naming both geometries. */
+void
+amq_report_bloom_mismatch(amq_status status, const amq_bloom_view *a,
+						  const amq_bloom_view *b)
+{
+	if (status == AMQ_ERR_FAMILY_MISMATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("cannot combine bloom filters built from values of different types"),
+				 errdetail("The filters hash their values with different hash operator families.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("cannot combine bloom filters of different geometry"),
+			 errdetail("Left: %s layout, " UINT64_FORMAT " bits, k = %u, seed %llx; "
+					   "right: %s layout, " UINT64_FORMAT " bits, k = %u, seed %llx.",
+					   amq_bloom_layout_name(a->layout), a->nbits, a->hashes,
+					   (unsigned long long) a->seed,
+					   amq_bloom_layout_name(b->layout), b->nbits, b->hashes,
+					   (unsigned long long) b->seed),
+			 errhint("Build both filters with the same n, p and layout.")));
+	pg_unreachable();
+}

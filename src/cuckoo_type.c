@@ -1,0 +1,248 @@
+/*
+ * cuckoo_type.c
+ *		The cuckoo type's own glue: its format descriptor and I/O functions,
+ *		opening cuckoo arguments, filters in growable memory the glue owns,
+ *		merging and the error for filters that cannot be combined.
+ *
+ * A cuckoo filter grows: adding to a full filter appends a table, and a
+ * merge may append tables.  The core never allocates, so the glue keeps a
+ * filter in an AmqCuckooBuffer: a varlena with spare room after the filter,
+ * enlarged (at least doubled, so growth costs amortized constant time per
+ * value) whenever the core asks for room.  The varlena is the result too:
+ * finishing a buffer sets its length and hands it over without a copy.
+ *
+ * Sizes are checked against AMQ_CUCKOO_MAX_BYTES before anything is
+ * allocated, so a filter that would pass the 1 GB varlena limit is an error
+ * naming the limit, never a failed allocation.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+
+#include "cuckoo_type.h"
+
+/* Source buckets merged between interrupt checks. */
+#define MERGE_STEP_BUCKETS	(256 * 1024)
+
+/*
+ * amq_cuckoo_format and cuckoo_in, cuckoo_out, cuckoo_recv, cuckoo_send, cuckoo_to_bytea,
+ * cuckoo_from_bytea
+ */
+AMQ_FORMAT_FUNCTIONS(cuckoo, AMQ_CUCKOO_VERSION, AMQ_CUCKOO_HEADER_SIZE)
+
+/* Sizes a filter for SQL arguments, erroring before anything is allocated. */
+void
+amq_cuckoo_size_or_error(int64 n, double p, amq_cuckoo_params *params)
+{
+	amq_status	status = amq_cuckoo_size(n < 1 ? 0 : (uint64) n, p, params);
+
+	if (status == AMQ_ERR_PARAM_P_SMALL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cuckoo filter false-positive rate p must be at least %g",
+						AMQ_CUCKOO_MIN_FPR),
+				 errdetail("p = %g was given; 32-bit fingerprints reach no lower rate.", p),
+				 errhint("Use a bloom filter for lower rates.")));
+	if (status != AMQ_OK)
+		amq_report_sizing(&amq_cuckoo_format, status, n, p);
+}
+
+/* Opens a filter the glue just wrote; failure is a bug, not bad input. */
+static void
+open_own(const uint8 *data, size_t len, amq_cuckoo_view *view)
+{
+	amq_status	status = amq_cuckoo_open(data, len, view);
+
+	if (status != AMQ_OK)
+		elog(ERROR, "cuckoo filter built in memory failed validation: %s",
+			 amq_status_text(status));
+}
+
+static size_t
+sum_saturating(size_t a, size_t b)
+{
+	return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+/* Errors unless a filter of the given size is within the limit. */
+static void
+check_size(size_t bytes)
+{
+	if (bytes > AMQ_CUCKOO_MAX_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cuckoo filter cannot grow beyond the 1 GB size limit"),
+				 errdetail("It would need %zu bytes.", bytes),
+				 errhint("Build it with a larger n, aggregate distinct values, or keep one filter per partition.")));
+}
+
+/* Makes room for at least need bytes of filter, keeping the contents. */
+static void
+reserve(AmqCuckooBuffer *buf, size_t need)
+{
+	size_t		room;
+
+	if (need <= buf->room)
+		return;
+	check_size(need);
+	room = Max(need, Min(2 * buf->room, AMQ_CUCKOO_MAX_BYTES));
+	buf->value = repalloc(buf->value, VARHDRSZ + room);
+	buf->room = room;
+	buf->view.base = (uint8 *) VARDATA(buf->value);
+}
+
+/* The core's way of asking for room while it grows a filter. */
+static uint8 *
+reserve_for_core(void *ctx, size_t need)
+{
+	AmqCuckooBuffer *buf = ctx;
+
+	reserve(buf, need);
+	return (uint8 *) VARDATA(buf->value);
+}
+
+/* A buffer of the given room in cxt, holding nothing yet. */
+static void
+buffer_alloc(AmqCuckooBuffer *buf, MemoryContext cxt, size_t room)
+{
+	check_size(room);
+	buf->cxt = cxt;
+	buf->room = room;
+	buf->value = MemoryContextAlloc(cxt, VARHDRSZ + room);
+}
+
+/* A new empty filter for n values at rate p in cxt; bad n or p error first. */
+void
+amq_cuckoo_buffer_new(AmqCuckooBuffer *buf, MemoryContext cxt, int64 n, double p)
+{
+	amq_cuckoo_params params;
+
+	amq_cuckoo_size_or_error(n, p, &params);
+	buffer_alloc(buf, cxt, params.bytes);
+	amq_cuckoo_init((uint8 *) VARDATA(buf->value), &params, (uint64) n, p,
+					AMQ_CUCKOO_DEFAULT_SEED);
+	open_own((uint8 *) VARDATA(buf->value), params.bytes, &buf->view);
+}
+
+/* A copy of src in cxt, with extra bytes of room to grow into. */
+void
+amq_cuckoo_buffer_copy(AmqCuckooBuffer *buf, MemoryContext cxt,
+					   const amq_cuckoo_view *src, size_t extra)
+{
+	buffer_alloc(buf, cxt, src->bytes + Min(extra, AMQ_CUCKOO_MAX_BYTES - src->bytes));
+	memcpy(VARDATA(buf->value), src->base, src->bytes);
+	open_own((uint8 *) VARDATA(buf->value), src->bytes, &buf->view);
+}
+
+/* Adds count hashed values, growing the filter as needed. */
+void
+amq_cuckoo_buffer_add_many(AmqCuckooBuffer *buf, const uint64 *hashes,
+						   size_t count, uint32 family)
+{
+	while (count > 0)
+	{
+		size_t		done;
+		amq_status	status;
+		uint64		buckets;
+		size_t		table;
+
+		status = amq_cuckoo_add_many(&buf->view, hashes, count, family, &done);
+		if (status == AMQ_OK)
+			return;
+		if (status != AMQ_FULL)
+			elog(ERROR, "cuckoo filter insertion failed: %s",
+				 amq_status_text(status));
+		buckets = amq_cuckoo_growth_buckets(&buf->view);
+		table = amq_cuckoo_table_bytes(buckets, buf->view.fp_bits);
+		check_size(sum_saturating(buf->view.bytes, table));
+		(void) reserve_for_core(buf, buf->view.bytes + table);
+		amq_cuckoo_append_table(&buf->view, buckets);
+		hashes += done;
+		count -= done;
+	}
+}
+
+/*
+ * Merges src into the buffer's filter; both non-empty; filters of different
+ * geometry or element type are an error.  The merge proceeds in steps with
+ * interrupt checks in between.
+ */
+void
+amq_cuckoo_buffer_merge(AmqCuckooBuffer *buf, const amq_cuckoo_view *src)
+{
+	amq_cuckoo_merge *m;
+	amq_status	status;
+
+	/* the merge may need the sum of both sizes */
+	check_size(sum_saturating(buf->view.bytes, src->bytes));
+	reserve(buf, buf->view.bytes + src->bytes);
+	m = palloc(sizeof(amq_cuckoo_merge));
+	status = amq_cuckoo_merge_begin(m, &buf->view, src);
+	if (status != AMQ_OK)
+		amq_report_cuckoo_mismatch(status, &buf->view, src);
+	while (!amq_cuckoo_merge_step(m, &buf->view, src, MERGE_STEP_BUCKETS))
+		CHECK_FOR_INTERRUPTS();
+	pfree(m);
+}
+
+/* The buffer's filter as a varlena; the buffer is used up. */
+struct varlena *
+amq_cuckoo_buffer_finish(AmqCuckooBuffer *buf)
+{
+	struct varlena *result = buf->value;
+
+	SET_VARSIZE(result, VARHDRSZ + buf->view.bytes);
+	buf->value = NULL;
+	return result;
+}
+
+/*
+ * A palloc'd varlena holding a copy of the filter, to return to SQL; if
+ * copy is not NULL, it is set to a view of the copy, to change it first
+ * (in ways that do not grow it).
+ */
+struct varlena *
+amq_cuckoo_to_varlena(const amq_cuckoo_view *src, amq_cuckoo_view *copy)
+{
+	struct varlena *result = amq_varlena_copy(src->base, src->bytes);
+
+	if (copy != NULL)
+		open_own((uint8 *) VARDATA(result), src->bytes, copy);
+	return result;
+}
+
+/* The sizeless empty filter, as a palloc'd varlena. */
+struct varlena *
+amq_cuckoo_empty_varlena(void)
+{
+	struct varlena *result = amq_varlena_alloc(AMQ_CUCKOO_HEADER_SIZE);
+
+	amq_cuckoo_init_empty((uint8 *) VARDATA(result));
+	return result;
+}
+
+/* Reports two cuckoo filters that cannot be merged, naming both geometries. */
+void
+amq_report_cuckoo_mismatch(amq_status status, const amq_cuckoo_view *a,
+						   const amq_cuckoo_view *b)
+{
+	amq_cuckoo_table ta;
+	amq_cuckoo_table tb;
+
+	if (status == AMQ_ERR_FAMILY_MISMATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("cannot combine cuckoo filters built from values of different types"),
+				 errdetail("The filters hash their values with different hash operator families.")));
+	amq_cuckoo_table_at(a, 0, &ta);
+	amq_cuckoo_table_at(b, 0, &tb);
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("cannot combine cuckoo filters of different geometry"),
+			 errdetail("Left: " UINT64_FORMAT " buckets, %u-bit fingerprints, seed %llx; "
+					   "right: " UINT64_FORMAT " buckets, %u-bit fingerprints, seed %llx.",
+					   ta.buckets, a->fp_bits, (unsigned long long) a->seed,
+					   tb.buckets, b->fp_bits, (unsigned long long) b->seed),
+			 errhint("Build both filters with the same n and p.")));
+	pg_unreachable();
+}

@@ -1,0 +1,208 @@
+/*
+ * filter_agg.c
+ *		The plumbing of the aggregates that build filters, written once for
+ *		every filter type: batching of hashes, combine, union of filter
+ *		inputs, serialization and the final function.
+ *
+ * A type (or a layout of one) takes part by providing an AmqAggType (see
+ * filter_glue.h) and a transition function that reads its own sizing
+ * arguments; everything else is here.
+ *
+ * The state is a filter the aggregate owns, allocated once in the aggregate
+ * context and updated in place, so a row costs one hash and the filter's
+ * insertion, never a copy of the filter.  Hashes are added in batches so
+ * that the cache misses of a large filter overlap instead of queueing.  The
+ * logical filter is the owned one plus the pending hashes; everything that
+ * reads the state adds them to a copy, so reading never changes the state
+ * (FINALFUNC_MODIFY = READ_ONLY, and serialization may be followed by more
+ * rows).
+ *
+ * Partial states travel as the filter's own bytes and are validated on the
+ * way back in like any binary input.  A NULL state means the aggregate saw
+ * no rows (or, for unions, only NULL filters): combine copies the other side
+ * into the aggregate context, and the final function returns the sizeless
+ * empty filter, not NULL, so anti-join recipes stay correct over an empty
+ * build side.
+ */
+#include "postgres.h"
+
+#include "filter_glue.h"
+
+/* A new state holding an owned filter, in the aggregate context. */
+static AmqAggState *
+state_new(MemoryContext aggcxt, const AmqAggType *type, void *filter)
+{
+	AmqAggState *state = MemoryContextAlloc(aggcxt, sizeof(AmqAggState));
+
+	state->type = type;
+	state->filter = filter;
+	state->pending_family = 0;
+	state->npending = 0;
+	return state;
+}
+
+/* Adds a state's pending hashes to an owned filter (its own or another's). */
+static void
+add_pending(const AmqAggState *state, void *filter)
+{
+	if (state->npending > 0)
+		state->type->add_hashes(filter, state->pending, state->npending,
+								state->pending_family);
+}
+
+/*
+ * Transition of an aggregate over values (internal, anyelement, sizing
+ * arguments...).  NULL values are skipped, but the first row still sizes
+ * the filter, so a group of only NULLs yields an empty filter of the
+ * requested size.  The sizing arguments must be the same on every row.
+ */
+Datum
+amq_agg_transfn(FunctionCallInfo fcinfo, const AmqAggType *type,
+				const AmqAggSizing *sizing)
+{
+	MemoryContext aggcxt = amq_aggregate_context(fcinfo, type->agg_name);
+	AmqAggState *state = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
+	AmqHasher  *hasher;
+
+	if (state == NULL)
+		state = state_new(aggcxt, type, type->create(aggcxt, sizing));
+	else
+		type->check_sizing(state->filter, sizing);
+	if (PG_ARGISNULL(1))
+		PG_RETURN_POINTER(state);
+
+	hasher = amq_hasher_get(fcinfo, 1);
+	if (state->npending == AMQ_AGG_BATCH)
+	{
+		add_pending(state, state->filter);
+		state->npending = 0;
+	}
+	state->pending_family = hasher->family;
+	state->pending[state->npending++] =
+		amq_hash_datum(hasher, PG_GETARG_DATUM(1), type->seed(state->filter));
+	PG_RETURN_POINTER(state);
+}
+
+/*
+ * Merges an opened filter into the state's.  The sizeless empty filter is
+ * the identity: a state holding it is replaced by a copy of src.
+ */
+static void
+state_merge(MemoryContext aggcxt, AmqAggState *state, const void *src)
+{
+	const AmqAggType *type = state->type;
+
+	if (type->format->is_empty(src))
+		return;
+	if (type->format->is_empty(state->filter))
+	{
+		/* only union aggregates have such states, and they have no hashes */
+		Assert(state->npending == 0);
+		type->free(state->filter);
+		state->filter = type->copy(aggcxt, src);
+		return;
+	}
+	type->merge(state->filter, src);
+}
+
+/*
+ * Combine.  same_sizing is set for the aggregates over values: rows seen by
+ * different workers must agree on the sizing arguments, as in a serial scan.
+ */
+Datum
+amq_agg_combine(FunctionCallInfo fcinfo, const AmqAggType *type,
+				bool same_sizing)
+{
+	MemoryContext aggcxt = amq_aggregate_context(fcinfo, type->agg_name);
+	AmqAggState *s1 = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
+	AmqAggState *s2 = PG_ARGISNULL(1) ? NULL : (AmqAggState *) PG_GETARG_POINTER(1);
+
+	if (s2 == NULL)
+	{
+		if (s1 == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(s1);
+	}
+	if (s1 == NULL)
+	{
+		s1 = state_new(aggcxt, type,
+							   type->copy(aggcxt, s2->filter));
+		add_pending(s2, s1->filter);
+		PG_RETURN_POINTER(s1);
+	}
+
+	if (same_sizing)
+	{
+		AmqAggSizing sizing;
+
+		type->sizing_of(s2->filter, &sizing);
+		type->check_sizing(s1->filter, &sizing);
+	}
+	state_merge(aggcxt, s1, s2->filter);
+	/* s2's pending hashes go straight into s1's filter; s1 keeps its own */
+	add_pending(s2, s1->filter);
+	PG_RETURN_POINTER(s1);
+}
+
+/* Transition of a union aggregate (internal, filter): NULL filters are skipped. */
+Datum
+amq_agg_union_transfn(FunctionCallInfo fcinfo, const AmqAggType *type)
+{
+	MemoryContext aggcxt = amq_aggregate_context(fcinfo, type->agg_name);
+	AmqAggState *state = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
+	AmqAnyView	input;
+
+	if (PG_ARGISNULL(1))
+	{
+		if (state == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(state);
+	}
+	amq_filter_open_arg(fcinfo, 1, &amq_call_cache(fcinfo)->filter[0],
+						type->format, &input);
+	if (state == NULL)
+		state = state_new(aggcxt, type, type->copy(aggcxt, &input));
+	else
+		state_merge(aggcxt, state, &input);
+	PG_RETURN_POINTER(state);
+}
+
+/* The state's logical filter as a new varlena; the state is not changed. */
+static struct varlena *
+state_to_varlena(const AmqAggState *state)
+{
+	return state->type->to_varlena(state->filter, state->pending,
+								   state->npending, state->pending_family);
+}
+
+/* Serialize (internal) -> bytea: the filter's own bytes. */
+Datum
+amq_agg_serialize(FunctionCallInfo fcinfo)
+{
+	PG_RETURN_BYTEA_P(state_to_varlena((AmqAggState *) PG_GETARG_POINTER(0)));
+}
+
+/* Deserialize (bytea, internal) -> internal: validated like any binary input. */
+Datum
+amq_agg_deserialize(FunctionCallInfo fcinfo, const AmqAggType *type)
+{
+	MemoryContext aggcxt = amq_aggregate_context(fcinfo, type->agg_name);
+	bytea	   *raw = PG_GETARG_BYTEA_PP(0);
+	AmqAnyView	view;
+
+	amq_open_or_error(type->format, VARDATA_ANY(raw), VARSIZE_ANY_EXHDR(raw),
+					  AMQ_GATE_BINARY, &view);
+	PG_RETURN_POINTER(state_new(aggcxt, type, type->copy(aggcxt, &view)));
+}
+
+/*
+ * Final (internal) -> filter.  Over zero rows: the sizeless empty filter,
+ * not NULL.  The state is copied out, never modified.
+ */
+Datum
+amq_agg_final(FunctionCallInfo fcinfo, const AmqAggType *type)
+{
+	if (PG_ARGISNULL(0))
+		PG_RETURN_POINTER(type->empty_varlena());
+	PG_RETURN_POINTER(state_to_varlena((AmqAggState *) PG_GETARG_POINTER(0)));
+}

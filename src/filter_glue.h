@@ -1,0 +1,219 @@
+/*
+ * filter_glue.h
+ *		The type-independent glue: argument access and the TOAST cache,
+ *		hashing of Datums, text/binary I/O and aggregate plumbing.
+ *
+ * Each is written once against a descriptor that the type's own file
+ * provides (an AmqFormat for I/O, an AmqAggType for aggregates), so a new
+ * filter type or layout adds a descriptor, not a copy of the plumbing.
+ * Prototypes are grouped by the file that defines them.
+ */
+#ifndef FILTER_GLUE_H
+#define FILTER_GLUE_H
+
+#include "amqfilter.h"
+#include "core/amq_bloom.h"
+#include "core/amq_cuckoo.h"
+
+/* An opened filter of any type, for code that only stores or passes it. */
+typedef union AmqAnyView
+{
+	amq_bloom_view bloom;
+	amq_cuckoo_view cuckoo;
+} AmqAnyView;
+
+/* filter_access.c: filter arguments and the per-call cache */
+typedef struct AmqFilterCache
+{
+	bool		valid;
+	Oid			toastrelid;		/* identity of the cached TOASTed value */
+	Oid			valueid;
+	void	   *alloc;			/* in fn_mcxt; holds the detoasted copy */
+	uint8	   *data;			/* the filter's bytes inside alloc */
+	size_t		len;
+	bool		opened;			/* view below is filled in */
+	AmqAnyView	view;
+} AmqFilterCache;
+
+struct AmqHasher;
+
+/* per-call cache shared by the functions that hash and probe */
+typedef struct AmqCallCache
+{
+	struct AmqHasher *hasher;	/* NULL until the first value is hashed */
+	AmqFilterCache filter[2];	/* one per filter argument */
+} AmqCallCache;
+
+extern AmqCallCache *amq_call_cache(FunctionCallInfo fcinfo);
+extern bool amq_filter_arg(FunctionCallInfo fcinfo, int argno,
+						   AmqFilterCache *cache, const AmqFormat *format,
+						   uint8 **data, size_t *len);
+extern void amq_filter_open_arg(FunctionCallInfo fcinfo, int argno,
+								AmqFilterCache *cache, const AmqFormat *format,
+								void *view);
+
+/* hashing.c: values -> 64-bit hashes that agree with the type's equality */
+typedef struct AmqHasher
+{
+	Oid			type;			/* type the hash function was looked up for */
+	Oid			collation;
+	int			int_width;		/* 2, 4 or 8 for the integer family's own
+								 * hash functions (computed inline), else 0 */
+	uint32		family;			/* stable id of the hash operator family */
+	char		family_name[2 * NAMEDATALEN + 2];	/* "schema.family" */
+	FmgrInfo	proc;			/* extended (64-bit, seeded) hash support */
+} AmqHasher;
+
+extern AmqHasher *amq_hasher_get(FunctionCallInfo fcinfo, int argno);
+extern uint64 amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed);
+extern void amq_check_family(const AmqHasher *hasher, uint32 family,
+							 const char *typname);
+
+/* filter_io.c: text and binary I/O, written once against an AmqFormat */
+extern Datum amq_filter_in(FunctionCallInfo fcinfo, const AmqFormat *format);
+extern Datum amq_filter_out(FunctionCallInfo fcinfo, const AmqFormat *format);
+extern Datum amq_filter_recv(FunctionCallInfo fcinfo, const AmqFormat *format);
+extern Datum amq_filter_send(FunctionCallInfo fcinfo, const AmqFormat *format);
+extern Datum amq_filter_to_bytea(FunctionCallInfo fcinfo, const AmqFormat *format);
+extern Datum amq_filter_from_bytea(FunctionCallInfo fcinfo, const AmqFormat *format);
+
+/*
+ * The AmqFormat amq_<type>_format of a type whose core validator is
+ * amq_<type>_open and whose sizeless-empty test is amq_<type>_is_empty, and
+ * the type's SQL-visible I/O functions.  Expanded once in the type's own
+ * file.
+ */
+#define AMQ_FORMAT_FUNCTIONS(type, format_version, format_header_size) \
+static amq_status type##_open_any(const uint8 *buf, size_t len, void *view) \
+{ return amq_##type##_open(buf, len, view); } \
+static bool type##_is_empty_any(const void *view) \
+{ return amq_##type##_is_empty(view); } \
+const AmqFormat amq_##type##_format = { \
+	.name = #type, \
+	.version = format_version, \
+	.header_size = format_header_size, \
+	.view_size = sizeof(amq_##type##_view), \
+	.open = type##_open_any, \
+	.is_empty = type##_is_empty_any, \
+}; \
+PG_FUNCTION_INFO_V1(type##_in); \
+Datum type##_in(PG_FUNCTION_ARGS) { return amq_filter_in(fcinfo, &amq_##type##_format); } \
+PG_FUNCTION_INFO_V1(type##_out); \
+Datum type##_out(PG_FUNCTION_ARGS) { return amq_filter_out(fcinfo, &amq_##type##_format); } \
+PG_FUNCTION_INFO_V1(type##_recv); \
+Datum type##_recv(PG_FUNCTION_ARGS) { return amq_filter_recv(fcinfo, &amq_##type##_format); } \
+PG_FUNCTION_INFO_V1(type##_send); \
+Datum type##_send(PG_FUNCTION_ARGS) { return amq_filter_send(fcinfo, &amq_##type##_format); } \
+PG_FUNCTION_INFO_V1(type##_to_bytea); \
+Datum type##_to_bytea(PG_FUNCTION_ARGS) { return amq_filter_to_bytea(fcinfo, &amq_##type##_format); } \
+PG_FUNCTION_INFO_V1(type##_from_bytea); \
+Datum type##_from_bytea(PG_FUNCTION_ARGS) { return amq_filter_from_bytea(fcinfo, &amq_##type##_format); }
+
+/*
+ * filter_agg.c: the aggregates that build a filter from values (<type>_agg)
+ * and from filters (<type>_union_agg), written once against an AmqAggType.
+ *
+ * The state is a filter the aggregate owns, of whatever representation the
+ * type chooses ("filter" below), plus hashes not yet added to it.  An owned
+ * filter begins with the core's view of it, so a pointer to the filter is
+ * a pointer to its view.  The functions take opened views of other filters.
+ */
+/* The sizing arguments of an aggregate over values, as given in SQL. */
+typedef struct AmqAggSizing
+{
+	int64		n;
+	double		p;
+	int			layout;			/* for types that have layouts, else 0 */
+} AmqAggSizing;
+
+typedef struct AmqAggType
+{
+	const char *agg_name;		/* "bloom_agg", for messages */
+	const AmqFormat *format;	/* of the filters it builds and takes */
+	/* a new empty owned filter in cxt; bad sizing errors before allocating */
+	void	   *(*create) (MemoryContext cxt, const AmqAggSizing *sizing);
+	/* errors unless an owned filter was created with these arguments */
+	void		(*check_sizing) (const void *filter, const AmqAggSizing *sizing);
+	/* the arguments a (non-empty) view was created with */
+	void		(*sizing_of) (const void *view, AmqAggSizing *sizing);
+	/* the seed values are hashed with for an owned filter */
+	uint64		(*seed) (const void *filter);
+	/* a new owned filter in cxt holding a copy of an opened view */
+	void	   *(*copy) (MemoryContext cxt, const void *view);
+	/* frees an owned filter */
+	void		(*free) (void *filter);
+	/* adds hashed values of one family to an owned filter */
+	void		(*add_hashes) (void *filter, const uint64 *hashes, int count,
+							   uint32 family);
+	/* merges a non-empty view into a non-empty owned filter, or errors */
+	void		(*merge) (void *filter, const void *src);
+	/* a new varlena: the owned filter plus hashes, the filter unchanged */
+	struct varlena *(*to_varlena) (const void *filter, const uint64 *hashes,
+								   int count, uint32 family);
+	/* a new varlena holding the sizeless empty filter */
+	struct varlena *(*empty_varlena) (void);
+} AmqAggType;
+
+/*
+ * Hashes buffered before they are added.  Adding one key to a filter larger
+ * than the cache costs a memory round trip; a batch lets the core overlap
+ * those round trips.
+ */
+#define AMQ_AGG_BATCH 256
+
+typedef struct AmqAggState
+{
+	const AmqAggType *type;
+	void	   *filter;			/* owned, in the aggregate context */
+	uint32		pending_family;
+	int			npending;
+	uint64		pending[AMQ_AGG_BATCH];
+} AmqAggState;
+
+extern Datum amq_agg_transfn(FunctionCallInfo fcinfo, const AmqAggType *type,
+							 const AmqAggSizing *sizing);
+extern Datum amq_agg_combine(FunctionCallInfo fcinfo, const AmqAggType *type,
+							 bool same_sizing);
+extern Datum amq_agg_union_transfn(FunctionCallInfo fcinfo,
+								   const AmqAggType *type);
+extern Datum amq_agg_serialize(FunctionCallInfo fcinfo);
+extern Datum amq_agg_deserialize(FunctionCallInfo fcinfo,
+								 const AmqAggType *type);
+extern Datum amq_agg_final(FunctionCallInfo fcinfo, const AmqAggType *type);
+
+/*
+ * The descriptor <type>_agg_type of a type whose owned-filter functions are
+ * named <type>_owned_<op>, and the SQL-visible support functions of the
+ * aggregates <type>_agg and <type>_union_agg but for <type>_agg_transfn,
+ * which reads the type's own sizing arguments.  Expanded once in the type's
+ * aggregate file.
+ */
+#define AMQ_AGG_FUNCTIONS(type) \
+static const AmqAggType type##_agg_type = { \
+	.agg_name = #type "_agg", \
+	.format = &amq_##type##_format, \
+	.create = type##_owned_create, \
+	.check_sizing = type##_owned_check_sizing, \
+	.sizing_of = type##_owned_sizing_of, \
+	.seed = type##_owned_seed, \
+	.copy = type##_owned_copy, \
+	.free = type##_owned_free, \
+	.add_hashes = type##_owned_add_hashes, \
+	.merge = type##_owned_merge, \
+	.to_varlena = type##_owned_to_varlena, \
+	.empty_varlena = amq_##type##_empty_varlena, \
+}; \
+PG_FUNCTION_INFO_V1(type##_agg_combinefn); \
+Datum type##_agg_combinefn(PG_FUNCTION_ARGS) { return amq_agg_combine(fcinfo, &type##_agg_type, true); } \
+PG_FUNCTION_INFO_V1(type##_union_agg_combinefn); \
+Datum type##_union_agg_combinefn(PG_FUNCTION_ARGS) { return amq_agg_combine(fcinfo, &type##_agg_type, false); } \
+PG_FUNCTION_INFO_V1(type##_union_agg_transfn); \
+Datum type##_union_agg_transfn(PG_FUNCTION_ARGS) { return amq_agg_union_transfn(fcinfo, &type##_agg_type); } \
+PG_FUNCTION_INFO_V1(type##_agg_serialfn); \
+Datum type##_agg_serialfn(PG_FUNCTION_ARGS) { return amq_agg_serialize(fcinfo); } \
+PG_FUNCTION_INFO_V1(type##_agg_deserialfn); \
+Datum type##_agg_deserialfn(PG_FUNCTION_ARGS) { return amq_agg_deserialize(fcinfo, &type##_agg_type); } \
+PG_FUNCTION_INFO_V1(type##_agg_finalfn); \
+Datum type##_agg_finalfn(PG_FUNCTION_ARGS) { return amq_agg_final(fcinfo, &type##_agg_type); }
+
+#endif							/* FILTER_GLUE_H */
