@@ -8,8 +8,12 @@
 # PG_CONFIG selects the PostgreSQL to build against.
 
 EXTENSION = amqfilter
+# The version this tree builds; amqfilter.control's default_version must
+# match it.  Each released version has its full script, amqfilter--V.sql,
+# frozen once released, and an upgrade script from the one before it.
+EXTVERSION = 0.2
 MODULE_big = amqfilter
-DATA = amqfilter--0.1.sql
+DATA = $(wildcard amqfilter--*.sql)
 
 CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c \
 	src/core/amq_cuckoo.c
