@@ -77,7 +77,7 @@ bloom_add(PG_FUNCTION_ARGS)
 	amq_check_family(hasher, view.family, "bloom filter");
 
 	result = amq_bloom_to_varlena(&view, &view);
-	amq_bloom_add(&view, amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed),
+	amq_bloom_add(&view, amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed, view.family),
 				  hasher->family);
 	PG_RETURN_POINTER(result);
 }
@@ -98,7 +98,7 @@ probe(FunctionCallInfo fcinfo, int filter_arg, int value_arg)
 	amq_check_family(hasher, view.family, "bloom filter");
 	return amq_bloom_may_contain(&view,
 								 amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg),
-												view.seed));
+												view.seed, view.family));
 }
 
 /* bloom_contains(bloom, anyelement): false means certainly not a member */

@@ -86,7 +86,7 @@ cuckoo_add(PG_FUNCTION_ARGS)
 				 errhint("Start from cuckoo_empty(n, p) instead.")));
 	amq_check_family(hasher, view.family, "cuckoo filter");
 
-	hash = amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed);
+	hash = amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed, view.family);
 	amq_cuckoo_buffer_copy(&buf, CurrentMemoryContext, &view, 0);
 	amq_cuckoo_buffer_add_many(&buf, &hash, 1, hasher->family);
 	PG_RETURN_POINTER(amq_cuckoo_buffer_finish(&buf));
@@ -110,7 +110,7 @@ cuckoo_delete(PG_FUNCTION_ARGS)
 	amq_check_family(hasher, view.family, "cuckoo filter");
 
 	result = amq_cuckoo_to_varlena(&view, &view);
-	amq_cuckoo_delete(&view, amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed));
+	amq_cuckoo_delete(&view, amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed, view.family));
 	PG_RETURN_POINTER(result);
 }
 
@@ -130,7 +130,8 @@ probe_args(FunctionCallInfo fcinfo, int filter_arg, int value_arg,
 	if (view->family == 0)
 		return false;
 	amq_check_family(hasher, view->family, "cuckoo filter");
-	*hash = amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg), view->seed);
+	*hash = amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg), view->seed,
+						   view->family);
 	return true;
 }
 

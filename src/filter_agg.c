@@ -79,7 +79,8 @@ amq_agg_transfn(FunctionCallInfo fcinfo, const AmqAggType *type,
 	}
 	state->pending_family = hasher->family;
 	state->pending[state->npending++] =
-		amq_hash_datum(hasher, PG_GETARG_DATUM(1), type->seed(state->filter));
+		amq_hash_datum(hasher, PG_GETARG_DATUM(1), type->seed(state->filter),
+					   hasher->family);
 	PG_RETURN_POINTER(state);
 }
 

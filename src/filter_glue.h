@@ -59,13 +59,17 @@ typedef struct AmqHasher
 	Oid			collation;
 	int			int_width;		/* 2, 4 or 8 for the integer family's own
 								 * hash functions (computed inline), else 0 */
-	uint32		family;			/* stable id of the hash operator family */
-	char		family_name[2 * NAMEDATALEN + 2];	/* "schema.family" */
+	bool		enum_by_label;	/* an enum, hashed by label (see hashing.c) */
+	uint32		family;			/* id of this version's identity */
+	uint32		legacy_family;	/* id 0.1 recorded, if different, else 0 */
+	const char *unstable;		/* why a restore would change the hashes */
+	char		identity[256];	/* identity text, for messages */
 	FmgrInfo	proc;			/* extended (64-bit, seeded) hash support */
 } AmqHasher;
 
 extern AmqHasher *amq_hasher_get(FunctionCallInfo fcinfo, int argno);
-extern uint64 amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed);
+extern uint64 amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed,
+							 uint32 family);
 extern void amq_check_family(const AmqHasher *hasher, uint32 family,
 							 const char *typname);
 

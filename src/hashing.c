@@ -1,6 +1,8 @@
 /*
  * hashing.c
- *		Hashing SQL values so that filter membership agrees with SQL equality.
+ *		Hashing SQL values so that filter membership agrees with SQL equality,
+ *		and naming what a filter's values are so that it is never probed
+ *		with values hashed another way.
  *
  * A pre-filter in front of a join must never drop a row the join's "=" keeps.
  * So a value is hashed with the extended (64-bit, seeded) support function of
@@ -9,10 +11,34 @@
  * of one operator family (int2/int4/int8, float4/float8), numeric ignores
  * display scale, and collatable types hash under the call's collation.
  *
- * A filter records which operator family its values came from as a 32-bit
- * id: a hash of the family's schema-qualified name, which, unlike an OID,
- * survives dump and restore.  Probing with a value of another family is an
- * error, never a silent "no".
+ * A filter records what its values are as a 32-bit id (FORMAT.md: family),
+ * the FNV-1a hash of an identity text that must mean the same thing in every
+ * database a filter can travel to, and must tell apart every two types whose
+ * values could hash differently:
+ *
+ *	- a scalar type: its hash operator family, "pg_catalog.integer_ops", or
+ *	  for a family an extension owns, "extension citext.citext_ops", so the
+ *	  identity survives ALTER EXTENSION ... SET SCHEMA and a restore into a
+ *	  database where the extension lives in another schema;
+ *	- containers, whose families are shared by all their instances (every
+ *	  array is array_ops), add what they contain: "pg_catalog.array_ops
+ *	  [pg_catalog.integer_ops]", ranges and multiranges their subtype,
+ *	  composite types and anonymous records their columns;
+ *	- under a nondeterministic collation, where the hash depends on the
+ *	  collation, the collation's provider, locale and version are added, so a
+ *	  probe under another collation, or after the collation's version
+ *	  changed, is an error rather than a silent "no";
+ *	- an enum: its type name, and its values are hashed by label instead of
+ *	  by the OID PostgreSQL hashes, which a dump and restore renumbers.
+ *
+ * Types whose hash depends on OIDs that a restore renumbers in any other way
+ * (reg* types, aclitem, enums inside containers) are refused when a filter
+ * would take them: such a filter would miss its own values after a restore.
+ *
+ * Filters written by 0.1 recorded the FNV-1a of "schema.family" alone and
+ * hashed enums by OID.  The hasher keeps that "legacy" id too; a filter that
+ * carries it is probed and added to exactly as 0.1 did, so it answers as it
+ * always did (and, for containers, as weakly typed as it always was).
  *
  * One refinement: int8 values outside the int4 range get a full 64-bit hash
  * instead of PostgreSQL's, which folds them to 32 bits (see amq_hash.h).
@@ -25,8 +51,15 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_enum.h"
 #include "catalog/pg_opfamily.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "common/hashfn.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -50,17 +83,44 @@ family_id(const char *name)
 	return h == 0 ? 1 : h;
 }
 
-/* Fills in the hasher for a value type, or errors if it cannot be hashed. */
-static void
-hasher_init(AmqHasher *hasher, Oid type, Oid collation, MemoryContext mcxt)
+/*
+ * Why values of a type cannot be hashed the same way after a restore, or
+ * NULL.  Their values are OIDs of catalog rows (or contain some), which a
+ * restore recreates under new OIDs.
+ */
+static const char *
+oid_dependence(Oid type)
 {
-	TypeCacheEntry *tce;
-	HeapTuple	tup;
-	Form_pg_opfamily opf;
-	char	   *nspname;
+	switch (type)
+	{
+		case REGPROCOID:
+		case REGPROCEDUREOID:
+		case REGOPEROID:
+		case REGOPERATOROID:
+		case REGCLASSOID:
+		case REGTYPEOID:
+		case REGCONFIGOID:
+		case REGDICTIONARYOID:
+		case REGNAMESPACEOID:
+		case REGROLEOID:
+#if PG_VERSION_NUM >= 130000
+		case REGCOLLATIONOID:
+#endif
+			return "its values are OIDs of catalog objects";
+		case ACLITEMOID:
+			return "its values hold role OIDs";
+		default:
+			return NULL;
+	}
+}
 
-	tce = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC |
-							TYPECACHE_HASH_OPFAMILY);
+/* The default hash operator family of a type, or an error. */
+static Oid
+hash_family_of(Oid type)
+{
+	TypeCacheEntry *tce = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC |
+											TYPECACHE_HASH_OPFAMILY);
+
 	if (!OidIsValid(tce->hash_extended_proc) || !OidIsValid(tce->hash_opf))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
@@ -68,18 +128,227 @@ hasher_init(AmqHasher *hasher, Oid type, Oid collation, MemoryContext mcxt)
 						format_type_be(type)),
 				 errhint("Filters hash values with their type's default hash operator class; "
 						 "cast the value to a type that has one, or create one for this type.")));
+	return tce->hash_opf;
+}
 
-	tup = SearchSysCache1(OPFAMILYOID, ObjectIdGetDatum(tce->hash_opf));
+/*
+ * Appends the identity of an operator family: "schema.family" for families
+ * no extension owns (so pg_catalog's are what 0.1 recorded), "extension
+ * name.family" for an extension's.  With legacy, always "schema.family".
+ */
+static void
+append_family(StringInfo buf, Oid opf, bool legacy)
+{
+	HeapTuple	tup = SearchSysCache1(OPFAMILYOID, ObjectIdGetDatum(opf));
+	Form_pg_opfamily form;
+	Oid			ext = InvalidOid;
+
 	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator family %u", tce->hash_opf);
-	opf = (Form_pg_opfamily) GETSTRUCT(tup);
-	nspname = get_namespace_name(opf->opfnamespace);
-	snprintf(hasher->family_name, sizeof(hasher->family_name), "%s.%s",
-			 nspname ? nspname : "", NameStr(opf->opfname));
-	ReleaseSysCache(tup);
+		elog(ERROR, "cache lookup failed for operator family %u", opf);
+	form = (Form_pg_opfamily) GETSTRUCT(tup);
+	if (!legacy)
+		ext = getExtensionOfObject(OperatorFamilyRelationId, opf);
+	if (OidIsValid(ext))
+		appendStringInfo(buf, "extension %s.%s", get_extension_name(ext),
+						 NameStr(form->opfname));
+	else
+	{
+		char	   *nspname = get_namespace_name(form->opfnamespace);
 
+		appendStringInfo(buf, "%s.%s", nspname ? nspname : "",
+						 NameStr(form->opfname));
+	}
+	ReleaseSysCache(tup);
+}
+
+/*
+ * Appends " collate provider:locale@version" when values of a collatable
+ * type hash differently under this collation than under any other: only
+ * nondeterministic collations make a hash depend on the collation.
+ */
+static void
+append_collation(StringInfo buf, Oid type, Oid collation)
+{
+	HeapTuple	tup;
+	Form_pg_collation form;
+	Datum		datum;
+	bool		isnull;
+	const char *locale;
+
+	if (!OidIsValid(collation) || !type_is_collatable(type) ||
+		get_collation_isdeterministic(collation))
+		return;
+	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collation));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for collation %u", collation);
+	form = (Form_pg_collation) GETSTRUCT(tup);
+#if PG_VERSION_NUM >= 170000
+	datum = SysCacheGetAttr(COLLOID, tup, Anum_pg_collation_colllocale, &isnull);
+	locale = isnull ? NameStr(form->collname) : TextDatumGetCString(datum);
+#elif PG_VERSION_NUM >= 150000
+	if (form->collprovider == COLLPROVIDER_ICU)
+		datum = SysCacheGetAttr(COLLOID, tup, Anum_pg_collation_colliculocale, &isnull);
+	else
+		datum = SysCacheGetAttr(COLLOID, tup, Anum_pg_collation_collcollate, &isnull);
+	locale = isnull ? NameStr(form->collname) : TextDatumGetCString(datum);
+#else
+	locale = NameStr(form->collcollate);
+#endif
+	datum = SysCacheGetAttr(COLLOID, tup, Anum_pg_collation_collversion, &isnull);
+	appendStringInfo(buf, " collate %c:%s@%s", form->collprovider, locale,
+					 isnull ? "" : TextDatumGetCString(datum));
+	ReleaseSysCache(tup);
+}
+
+/*
+ * Appends "kind name" for a type known by its name alone, "kind extension
+ * ext.name" for one an extension owns: both survive a schema move and a
+ * restore (a rename does not).
+ */
+static void
+append_type_name(StringInfo buf, const char *kind, Oid type)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	Oid			ext;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for type %u", type);
+	ext = getExtensionOfObject(TypeRelationId, type);
+	if (OidIsValid(ext))
+		appendStringInfo(buf, "%s extension %s.%s", kind, get_extension_name(ext),
+						 NameStr(((Form_pg_type) GETSTRUCT(tup))->typname));
+	else
+		appendStringInfo(buf, "%s %s", kind,
+						 NameStr(((Form_pg_type) GETSTRUCT(tup))->typname));
+	ReleaseSysCache(tup);
+}
+
+static void append_identity(StringInfo buf, Oid type, Oid collation,
+							bool nested, const char **unstable);
+
+/* Appends the identities of a row type's columns, "(a, b, ...)". */
+static void
+append_columns(StringInfo buf, TupleDesc tupdesc, const char **unstable)
+{
+	int			i;
+	bool		first = true;
+
+	appendStringInfoChar(buf, '(');
+	for (i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (!first)
+			appendStringInfoString(buf, ", ");
+		first = false;
+		append_identity(buf, att->atttypid, att->attcollation, true, unstable);
+	}
+	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * Appends the identity of a type's values (see the file header).  nested is
+ * set inside a container.  *unstable is set to why a restore would change
+ * the values' hashes, if it would.  (Anonymous records have no extended
+ * hash function, so no filter takes them.)
+ */
+static void
+append_identity(StringInfo buf, Oid type, Oid collation, bool nested,
+				const char **unstable)
+{
+	Oid			base = getBaseType(type);
+	Oid			inner;
+	const char *why = oid_dependence(base);
+
+	check_stack_depth();
+	if (why != NULL)
+	{
+		*unstable = why;
+		appendStringInfoString(buf, format_type_be(base));
+		return;
+	}
+	if (type_is_enum(base))
+	{
+		/* hashed by label at the top level; PostgreSQL hashes the OID inside containers */
+		if (nested)
+			*unstable = "it contains enum values, hashed by the OIDs of their labels";
+		append_type_name(buf, "enum", base);
+		return;
+	}
+	append_family(buf, hash_family_of(base), false);
+	if (OidIsValid(inner = get_element_type(base)))
+	{
+		appendStringInfoChar(buf, '[');
+		append_identity(buf, inner, collation, true, unstable);
+		appendStringInfoChar(buf, ']');
+	}
+	else if (type_is_range(base))
+	{
+		Oid			rngcoll = get_range_collation(base);
+
+		appendStringInfoChar(buf, '(');
+		append_identity(buf, get_range_subtype(base),
+						OidIsValid(rngcoll) ? rngcoll : collation, true, unstable);
+		appendStringInfoChar(buf, ')');
+	}
+#if PG_VERSION_NUM >= 140000
+	else if (type_is_multirange(base))
+	{
+		appendStringInfoChar(buf, '(');
+		append_identity(buf, get_multirange_range(base), collation, true,
+						unstable);
+		appendStringInfoChar(buf, ')');
+	}
+#endif
+	else if (type_is_rowtype(base) && base != RECORDOID)
+	{
+		TupleDesc	tupdesc = lookup_rowtype_tupdesc(base, -1);
+
+		append_columns(buf, tupdesc, unstable);
+		ReleaseTupleDesc(tupdesc);
+	}
+	else
+		append_collation(buf, base, collation);
+}
+
+/* Fills in the hasher's identities for its type. */
+static void
+hasher_identify(AmqHasher *hasher)
+{
+	StringInfoData buf;
+	const char *unstable = NULL;
+
+	initStringInfo(&buf);
+	append_identity(&buf, hasher->type, hasher->collation, false, &unstable);
+	strlcpy(hasher->identity, buf.data, sizeof(hasher->identity));
+	hasher->family = family_id(buf.data);
+	hasher->unstable = unstable;
+
+	/* what 0.1 recorded: the top-level family's "schema.family" */
+	resetStringInfo(&buf);
+	append_family(&buf, hash_family_of(getBaseType(hasher->type)), true);
+	hasher->legacy_family = family_id(buf.data);
+	if (hasher->legacy_family == hasher->family)
+		hasher->legacy_family = 0;
+	pfree(buf.data);
+}
+
+/* Fills in the hasher for a value type, or errors if it cannot be hashed. */
+static void
+hasher_init(AmqHasher *hasher, Oid type, Oid collation, MemoryContext mcxt)
+{
+	TypeCacheEntry *tce;
+	Oid			base = getBaseType(type);
+
+	tce = lookup_type_cache(base, TYPECACHE_HASH_EXTENDED_PROC |
+							TYPECACHE_HASH_OPFAMILY);
+	(void) hash_family_of(base);	/* errors for types without a hash */
 	hasher->type = type;
 	hasher->collation = collation;
+	hasher->enum_by_label = type_is_enum(base);
+
 	/*
 	 * Values hashed by the integer family's functions (int2, int4, int8 and
 	 * domains over them) are hashed inline: the same result as the function,
@@ -93,8 +362,8 @@ hasher_init(AmqHasher *hasher, Oid type, Oid collation, MemoryContext mcxt)
 		hasher->int_width = 2;
 	else
 		hasher->int_width = 0;
-	hasher->family = family_id(hasher->family_name);
 	fmgr_info_cxt(tce->hash_extended_proc, &hasher->proc, mcxt);
+	hasher_identify(hasher);
 }
 
 /*
@@ -115,7 +384,6 @@ amq_hasher_get(FunctionCallInfo fcinfo, int argno)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDETERMINATE_DATATYPE),
 				 errmsg("could not determine the type of the value to hash")));
-
 	cache->hasher = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
 										   sizeof(AmqHasher));
 	hasher_init(cache->hasher, type, PG_GET_COLLATION(),
@@ -123,10 +391,48 @@ amq_hasher_get(FunctionCallInfo fcinfo, int argno)
 	return cache->hasher;
 }
 
-/* The 64-bit hash of a non-null value under a filter's seed. */
-uint64
-amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed)
+/* Label hash of an enum value: the same after a restore renumbers its OID. */
+static uint64
+hash_enum_label(Oid value, uint64 seed)
 {
+	HeapTuple	tup = SearchSysCache1(ENUMOID, ObjectIdGetDatum(value));
+	const char *label;
+	uint64		hash;
+
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("invalid internal value for enum: %u", value)));
+	label = NameStr(((Form_pg_enum) GETSTRUCT(tup))->enumlabel);
+	hash = hash_bytes_extended((const unsigned char *) label, strlen(label), seed);
+	ReleaseSysCache(tup);
+	return hash;
+}
+
+/*
+ * The 64-bit hash of a non-null value under a filter's seed, as values of a
+ * filter of the given family are hashed: as 0.1 did for a filter that
+ * carries the legacy id, else as this version does (family 0: a filter not
+ * bound yet, which this value binds).
+ */
+uint64
+amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed, uint32 family)
+{
+	bool		legacy = family != 0 && family == hasher->legacy_family;
+
+	if (!legacy)
+	{
+		if (hasher->unstable != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("values of type %s cannot be members of a filter",
+							format_type_be(hasher->type)),
+					 errdetail("Their hash would change after a dump and restore: %s, which a restore renumbers.",
+							   hasher->unstable),
+					 errhint("Build the filter from a stable form of the value, such as its text (value::text).")));
+		if (hasher->enum_by_label)
+			return hash_enum_label(DatumGetObjectId(value), seed);
+	}
 	if (hasher->int_width != 0)
 	{
 		int64		v;
@@ -159,17 +465,21 @@ amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed)
 
 /*
  * Errors unless values hashed by this hasher can be members of a filter of
- * the given family (0: the filter has no values yet, anything goes).
+ * the given family: 0 (the filter has no values yet, anything goes), this
+ * version's identity, or the legacy one 0.1 recorded for the same type.
  */
 void
 amq_check_family(const AmqHasher *hasher, uint32 family, const char *typname)
 {
-	if (family != 0 && family != hasher->family)
+	if (family != 0 && family != hasher->family &&
+		(hasher->legacy_family == 0 || family != hasher->legacy_family))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("a value of type %s cannot be a member of this %s",
 						format_type_be(hasher->type), typname),
-				 errdetail("The %s holds values of a type whose hash operator family is not %s.",
-						   typname, hasher->family_name),
-				 errhint("Cast the value to the type the filter was built from.")));
+				 errdetail("The %s was built from values of another type, or under another "
+						   "nondeterministic collation; values of type %s are identified as \"%s\".",
+						   typname, format_type_be(hasher->type), hasher->identity),
+				 errhint("Cast the value to the type the filter was built from (a literal too: "
+						 "'42'::bigint), under the collation it was built with.")));
 }

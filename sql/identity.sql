@@ -1,0 +1,93 @@
+-- What a filter's values are (hashing.c): a probe with values hashed another
+-- way is an error, never a silent "no"; types whose hashes a restore would
+-- change are refused; enums hash by label.  The dump/restore and schema-move
+-- halves of these checks are in test/restore.sh.
+CREATE SCHEMA identity_test;
+SET search_path = identity_test, public;
+
+-- FNV-1a of an identity text, as FORMAT.md defines the family id
+CREATE FUNCTION fnv1a(s text) RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  h bigint := 2166136261;
+  b int;
+BEGIN
+  FOR i IN 1 .. octet_length(s) LOOP
+    b := get_byte(convert_to(s, 'UTF8'), i - 1);
+    h := ((h # b) * 16777619) % 4294967296;
+  END LOOP;
+  RETURN CASE WHEN h = 0 THEN 1 ELSE h END;
+END $$;
+-- the family id a bloom filter records (bytes 8..11, little-endian)
+CREATE FUNCTION bloom_family(f bloom) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+  SELECT get_byte(f::bytea, 8)::bigint + (get_byte(f::bytea, 9)::bigint << 8)
+       + (get_byte(f::bytea, 10)::bigint << 16) + (get_byte(f::bytea, 11)::bigint << 24) $$;
+-- the same filter bound to another family id
+CREATE FUNCTION with_family(f bloom, fam bigint) RETURNS bloom LANGUAGE sql IMMUTABLE AS $$
+  SELECT overlay(f::bytea PLACING decode(lpad(to_hex(fam & 255), 2, '0') || lpad(to_hex((fam >> 8) & 255), 2, '0')
+                                         || lpad(to_hex((fam >> 16) & 255), 2, '0') || lpad(to_hex(fam >> 24), 2, '0'), 'hex')
+                 FROM 9)::bloom $$;
+
+-- arrays share one operator family; their element types tell them apart
+SELECT bloom_add(bloom_empty(10, 0.01), ARRAY[1]) @> ARRAY[1] AS same_element_type;
+SELECT bloom_add(bloom_empty(10, 0.01), ARRAY[1]) @> ARRAY[1::bigint] AS int4_array_vs_int8_array;
+SELECT bloom_add(bloom_empty(10, 0.01), ARRAY[1]) @> ARRAY['1'::text];
+SELECT cuckoo_add(cuckoo_empty(10, 0.01), ARRAY[1]) @> ARRAY['1'::text];
+-- ranges and composites likewise
+SELECT bloom_add(bloom_empty(10, 0.01), int4range(1, 5)) @> int4range(1, 5) AS same_range;
+SELECT bloom_add(bloom_empty(10, 0.01), int4range(1, 5)) @> numrange(1, 5);
+CREATE TYPE kv AS (a int, b text);
+CREATE TYPE kv2 AS (a text, b text);
+SELECT bloom_agg(p, 10, 0.01) @> (1, 'x')::kv AS named_composite
+  FROM (VALUES ((1, 'x')::kv)) v(p);
+SELECT bloom_agg(p, 10, 0.01) @> ('1', 'x')::kv2 FROM (VALUES ((1, 'x')::kv)) v(p);
+
+-- the identities: pg_catalog scalars keep the id 0.1 recorded
+SELECT bloom_family(bloom_add(bloom_empty(10, 0.01), 1)) = fnv1a('pg_catalog.integer_ops') AS int_id_unchanged,
+       bloom_family(bloom_add(bloom_empty(10, 0.01), ARRAY[1]))
+         = fnv1a('pg_catalog.array_ops[pg_catalog.integer_ops]') AS array_id;
+
+-- a nondeterministic collation is part of the identity: probing under
+-- another collation is an error, not a silent "no"
+CREATE COLLATION ident_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+SELECT bloom_agg(x COLLATE ident_ci, 10, 0.01) @> ('APPLE'::text COLLATE ident_ci) AS ci_member
+  FROM (VALUES ('apple'::text)) v(x);
+SELECT bloom_agg(x COLLATE ident_ci, 10, 0.01) @> 'APPLE'::text FROM (VALUES ('apple'::text)) v(x);
+SELECT cuckoo_agg(x COLLATE ident_ci, 10, 0.01) @> 'APPLE'::text FROM (VALUES ('apple'::text)) v(x);
+-- deterministic collations hash bytes: any of them may probe
+SELECT bloom_agg(x COLLATE "C", 10, 0.01) @> 'apple'::text AS deterministic_ok
+  FROM (VALUES ('apple'::text)) v(x);
+
+-- enums hash by label, so a filter answers the same after a restore
+-- renumbers the labels' OIDs (test/restore.sh does the restore)
+CREATE TYPE mood AS ENUM ('sad', 'ok');
+SELECT bloom_agg(m, 10, 0.01) @> 'ok'::mood AS enum_member,
+       cuckoo_agg(m, 10, 0.01) @> 'ok'::mood AS enum_member_cuckoo,
+       bloom_family(bloom_agg(m, 10, 0.01)) = fnv1a('enum mood') AS enum_id
+  FROM unnest(enum_range(NULL::mood)) m;
+CREATE DOMAIN mood_d AS mood;
+SELECT bloom_agg(m::mood_d, 10, 0.01) @> 'sad'::mood AS domain_over_enum
+  FROM unnest(enum_range(NULL::mood)) m;
+-- a filter 0.1 wrote over an enum hashed the labels' OIDs and recorded the
+-- id of "pg_catalog.enum_ops": it is probed as 0.1 probed it.  (0.1 hashed
+-- an enum exactly as an int4 of its OID, which builds such a filter here.)
+CREATE TABLE legacy AS
+SELECT with_family(bloom_agg(oid::text::int, 10, 0.01), fnv1a('pg_catalog.enum_ops')) AS f
+  FROM pg_enum WHERE enumtypid = 'mood'::regtype AND enumlabel = 'ok';
+SELECT f @> 'ok'::mood AS legacy_member, f @> 'sad'::mood AS legacy_nonmember,
+       bloom_add(f, 'sad'::mood) @> 'sad'::mood AS legacy_add
+  FROM legacy;
+
+-- types whose hash a restore would change are refused, with the reason
+SELECT bloom_agg(m, 10, 0.01) FROM (VALUES (ARRAY['ok'::mood])) v(m);
+SELECT cuckoo_agg(r, 10, 0.01) FROM (VALUES ('pg_class'::regclass)) v(r);
+CREATE TYPE mood_kv AS (m mood, n int);
+SELECT bloom_add(bloom_empty(10, 0.01), ('ok', 1)::mood_kv);
+SELECT bloom_add(bloom_empty(10, 0.01), 'pg_catalog'::regnamespace);
+
+-- an empty filter answers "no" to them without hashing
+SELECT bloom_empty(10, 0.01) @> ARRAY['ok'::mood] AS empty_filter;
+
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA identity_test CASCADE;
+RESET client_min_messages;
