@@ -19,6 +19,7 @@
 #include "fmgr.h"
 #include "access/htup_details.h"
 #include "funcapi.h"
+#include "utils/float.h"
 #if PG_VERSION_NUM >= 160000
 #include "nodes/miscnodes.h"
 #else
@@ -96,13 +97,23 @@ amq_open_or_error(const AmqFormat *format, const void *data, size_t len,
 		amq_report_invalid(format, status, gate, NULL);
 }
 
+/* p as PostgreSQL prints a float8: the shortest text that reads back exactly. */
+const char *
+amq_format_p(double p)
+{
+	return float8out_internal(p);
+}
+
 /*
- * Reports n, p or a size that the core refused before anything was
- * allocated.  Type-specific refusals (a rate below what the type reaches)
- * are reported by the type's own file.
+ * Reports n, p or a size that the core refused, or that is over
+ * AMQ_MAX_FILTER_BYTES, before anything was allocated.  hint, if not NULL,
+ * replaces the generic advice for a filter too large.  Type-specific
+ * refusals (a rate below what the type reaches) are reported by the type's
+ * own file.
  */
 void
-amq_report_sizing(const AmqFormat *format, amq_status status, int64 n, double p)
+amq_report_sizing(const AmqFormat *format, amq_status status, int64 n, double p,
+				  const char *hint)
 {
 	switch (status)
 	{
@@ -117,14 +128,16 @@ amq_report_sizing(const AmqFormat *format, amq_status status, int64 n, double p)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%s filter false-positive rate p must be greater than 0 and less than 1",
 							format->name),
-					 errdetail("p = %g was given.", p)));
+					 errdetail("p = %s was given.", amq_format_p(p))));
 			break;
 		case AMQ_ERR_TOO_LARGE:
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("%s filter for n = " INT64_FORMAT " at p = %g would exceed the 1 GB size limit",
-							format->name, n, p),
-					 errhint("Use a larger p, a smaller n, or one filter per partition.")));
+					 errmsg("%s filter for n = " INT64_FORMAT " at p = %s would exceed the size limit of %zu bytes",
+							format->name, n, amq_format_p(p), AMQ_MAX_FILTER_BYTES),
+					 errdetail("A filter's text form, which pg_dump and COPY write, must fit in a 1 GB value."),
+					 errhint("%s", hint ? hint :
+							 "Use a larger p, a smaller n, or one filter per partition.")));
 			break;
 		default:
 			elog(ERROR, "unexpected sizing status %d", (int) status);

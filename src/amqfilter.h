@@ -25,6 +25,7 @@
 #include "postgres.h"
 #include "fmgr.h"
 #include "nodes/nodes.h"
+#include "utils/memutils.h"
 
 #include "core/amq_status.h"
 
@@ -45,6 +46,15 @@ typedef enum AmqGate
  * multiple of 64 (block size) and of 3 (base64 groups).
  */
 #define AMQ_SLICE_BYTES		(1024 * 1024 * 3)
+
+/*
+ * The largest filter amqfilter builds: one whose text form (base64, four
+ * characters per three bytes) still fits in a 1 GB value with a megabyte to
+ * spare for the other columns of its row, so that text COPY and pg_dump can
+ * always write it.  The validators accept up to the core's 1 GB limits, so
+ * larger values written by 0.1 are still read (see amq_filter_out).
+ */
+#define AMQ_MAX_FILTER_BYTES	((size_t) (MaxAllocSize - 1024 * 1024) / 4 * 3)
 
 /* Owned filters put their data on this boundary (one blocked-bloom block). */
 #define AMQ_CACHE_LINE		64
@@ -71,7 +81,18 @@ extern bool amq_report_invalid(const AmqFormat *format, amq_status status,
 extern void amq_open_or_error(const AmqFormat *format, const void *data,
 							  size_t len, AmqGate gate, void *view);
 extern void amq_report_sizing(const AmqFormat *format, amq_status status,
-							  int64 n, double p) pg_attribute_noreturn();
+							  int64 n, double p, const char *hint) pg_attribute_noreturn();
+extern const char *amq_format_p(double p);
+
+/*
+ * A count from a filter header as a bigint: counts above its range (only a
+ * crafted value holds one) show as its maximum, never as a negative number.
+ */
+static inline int64
+amq_count_to_int64(uint64 count)
+{
+	return count > (uint64) PG_INT64_MAX ? PG_INT64_MAX : (int64) count;
+}
 
 /* amqfilter.c: fmgr and memory helpers */
 extern Datum amq_return_record(FunctionCallInfo fcinfo, Datum *values,

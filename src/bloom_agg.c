@@ -36,10 +36,10 @@ bloom_owned_check_sizing(const void *filter, const AmqAggSizing *row)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("bloom_agg arguments n, p and layout must be the same for every row of a group"),
-				 errdetail("The group started with n = " UINT64_FORMAT ", p = %g, layout %s; "
-						   "a row has n = " INT64_FORMAT ", p = %g, layout %s.",
-						   group->capacity, group->target_fpr,
-						   amq_bloom_layout_name(group->layout), row->n, row->p,
+				 errdetail("The group started with n = " UINT64_FORMAT ", p = %s, layout %s; "
+						   "a row has n = " INT64_FORMAT ", p = %s, layout %s.",
+						   group->capacity, amq_format_p(group->target_fpr),
+						   amq_bloom_layout_name(group->layout), row->n, amq_format_p(row->p),
 						   amq_bloom_layout_name(row->layout))));
 }
 

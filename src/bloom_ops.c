@@ -185,9 +185,9 @@ bloom_info(PG_FUNCTION_ARGS)
 	values[1] = Int64GetDatum((int64) view.nbits);
 	values[2] = Int64GetDatum((int64) amq_bloom_total_bytes(&view));
 	values[3] = Int32GetDatum((int32) view.hashes);
-	values[4] = Int64GetDatum((int64) view.capacity);
+	values[4] = Int64GetDatum(amq_count_to_int64(view.capacity));
 	values[5] = Float8GetDatum(view.target_fpr);
-	values[6] = Int64GetDatum(view.inserted > PG_INT64_MAX ? PG_INT64_MAX : (int64) view.inserted);
+	values[6] = Int64GetDatum(amq_count_to_int64(view.inserted));
 	values[7] = Int64GetDatum((int64) stats.bits_set);
 	values[8] = Float8GetDatum(stats.est_distinct);
 	values[9] = Float8GetDatum(stats.est_fpr);

@@ -22,14 +22,38 @@
  */
 AMQ_FORMAT_FUNCTIONS(bloom, AMQ_BLOOM_VERSION, AMQ_BLOOM_HEADER_SIZE)
 
-/* Sizes a filter for SQL arguments, erroring before anything is allocated. */
+/* The core's sizing, with amqfilter's size limit; false if over it. */
+static bool
+size_within_limit(int64 n, double p, int layout, amq_bloom_params *params,
+				  amq_status *status)
+{
+	*status = amq_bloom_size(n < 1 ? 0 : (uint64) n, p, layout, params);
+	if (*status == AMQ_OK && params->bytes > AMQ_MAX_FILTER_BYTES)
+		*status = AMQ_ERR_TOO_LARGE;
+	return *status == AMQ_OK;
+}
+
+/*
+ * Sizes a filter for SQL arguments, erroring before anything is allocated.
+ * At very low rates the blocked layout needs far more room than the classic
+ * one (its k is capped at 64 within a block): if it is too large where
+ * classic is not, the error says so.
+ */
 void
 amq_bloom_size_or_error(int64 n, double p, int layout, amq_bloom_params *params)
 {
-	amq_status	status = amq_bloom_size(n < 1 ? 0 : (uint64) n, p, layout, params);
+	amq_status	status;
+	amq_bloom_params classic;
+	amq_status	classic_status;
 
-	if (status != AMQ_OK)
-		amq_report_sizing(&amq_bloom_format, status, n, p);
+	if (size_within_limit(n, p, layout, params, &status))
+		return;
+	if (status == AMQ_ERR_TOO_LARGE && layout == AMQ_BLOOM_LAYOUT_BLOCKED &&
+		size_within_limit(n, p, AMQ_BLOOM_LAYOUT_CLASSIC, &classic, &classic_status))
+		amq_report_sizing(&amq_bloom_format, status, n, p,
+						  psprintf("The classic layout needs %zu bytes for this n and p: "
+								   "pass 'classic' as the layout.", classic.bytes));
+	amq_report_sizing(&amq_bloom_format, status, n, p, NULL);
 }
 
 /* Opens a filter the glue just wrote; failure is a bug, not bad input. */

@@ -40,9 +40,10 @@ cuckoo_owned_check_sizing(const void *filter, const AmqAggSizing *row)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cuckoo_agg arguments n and p must be the same for every row of a group"),
-				 errdetail("The group started with n = " UINT64_FORMAT ", p = %g; "
-						   "a row has n = " INT64_FORMAT ", p = %g.",
-						   group->capacity, group->target_fpr, row->n, row->p)));
+				 errdetail("The group started with n = " UINT64_FORMAT ", p = %s; "
+						   "a row has n = " INT64_FORMAT ", p = %s.",
+						   group->capacity, amq_format_p(group->target_fpr), row->n,
+						   amq_format_p(row->p))));
 }
 
 static void

@@ -244,9 +244,9 @@ cuckoo_info(PG_FUNCTION_ARGS)
 	values[1] = Int32GetDatum(view.tables ? AMQ_CUCKOO_BUCKET_SIZE : 0);
 	values[2] = Int32GetDatum((int32) view.fp_bits);
 	values[3] = Int64GetDatum((int64) view.bytes);
-	values[4] = Int64GetDatum((int64) view.capacity);
+	values[4] = Int64GetDatum(amq_count_to_int64(view.capacity));
 	values[5] = Float8GetDatum(view.target_fpr);
-	values[6] = Int64GetDatum(view.items > PG_INT64_MAX ? PG_INT64_MAX : (int64) view.items);
+	values[6] = Int64GetDatum(amq_count_to_int64(view.items));
 	values[7] = Float8GetDatum(stats.load_factor);
 	values[8] = Float8GetDatum(stats.est_fpr);
 	values[9] = Int32GetDatum((int32) view.tables);

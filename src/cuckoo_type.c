@@ -11,9 +11,10 @@
  * value) whenever the core asks for room.  The varlena is the result too:
  * finishing a buffer sets its length and hands it over without a copy.
  *
- * Sizes are checked against AMQ_CUCKOO_MAX_BYTES before anything is
- * allocated, so a filter that would pass the 1 GB varlena limit is an error
- * naming the limit, never a failed allocation.
+ * Sizes are checked against AMQ_MAX_FILTER_BYTES before anything is
+ * allocated, so a filter that would outgrow what pg_dump can write is an
+ * error naming the limit, never a failed allocation or a value that cannot
+ * be backed up.
  */
 #include "postgres.h"
 
@@ -36,15 +37,18 @@ amq_cuckoo_size_or_error(int64 n, double p, amq_cuckoo_params *params)
 {
 	amq_status	status = amq_cuckoo_size(n < 1 ? 0 : (uint64) n, p, params);
 
+	if (status == AMQ_OK && params->bytes > AMQ_MAX_FILTER_BYTES)
+		status = AMQ_ERR_TOO_LARGE;
 	if (status == AMQ_ERR_PARAM_P_SMALL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cuckoo filter false-positive rate p must be at least %g",
-						AMQ_CUCKOO_MIN_FPR),
-				 errdetail("p = %g was given; 32-bit fingerprints reach no lower rate.", p),
+				 errmsg("cuckoo filter false-positive rate p must be at least %s",
+						amq_format_p(AMQ_CUCKOO_MIN_FPR)),
+				 errdetail("p = %s was given; 32-bit fingerprints reach no lower rate.",
+						   amq_format_p(p)),
 				 errhint("Use a bloom filter for lower rates.")));
 	if (status != AMQ_OK)
-		amq_report_sizing(&amq_cuckoo_format, status, n, p);
+		amq_report_sizing(&amq_cuckoo_format, status, n, p, NULL);
 }
 
 /* Opens a filter the glue just wrote; failure is a bug, not bad input. */
@@ -68,11 +72,13 @@ sum_saturating(size_t a, size_t b)
 static void
 check_size(size_t bytes)
 {
-	if (bytes > AMQ_CUCKOO_MAX_BYTES)
+	if (bytes > AMQ_MAX_FILTER_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("cuckoo filter cannot grow beyond the 1 GB size limit"),
-				 errdetail("It would need %zu bytes.", bytes),
+				 errmsg("cuckoo filter cannot grow beyond the size limit of %zu bytes",
+						AMQ_MAX_FILTER_BYTES),
+				 errdetail("It would need %zu bytes; a filter's text form, which pg_dump and COPY write, must fit in a 1 GB value.",
+						   bytes),
 				 errhint("Build it with a larger n, aggregate distinct values, or keep one filter per partition.")));
 }
 
@@ -85,7 +91,7 @@ reserve(AmqCuckooBuffer *buf, size_t need)
 	if (need <= buf->room)
 		return;
 	check_size(need);
-	room = Max(need, Min(2 * buf->room, AMQ_CUCKOO_MAX_BYTES));
+	room = Max(need, Min(2 * buf->room, AMQ_MAX_FILTER_BYTES));
 	buf->value = repalloc(buf->value, VARHDRSZ + room);
 	buf->room = room;
 	buf->view.base = (uint8 *) VARDATA(buf->value);
@@ -129,7 +135,7 @@ void
 amq_cuckoo_buffer_copy(AmqCuckooBuffer *buf, MemoryContext cxt,
 					   const amq_cuckoo_view *src, size_t extra)
 {
-	buffer_alloc(buf, cxt, src->bytes + Min(extra, AMQ_CUCKOO_MAX_BYTES - src->bytes));
+	buffer_alloc(buf, cxt, src->bytes + Min(extra, AMQ_MAX_FILTER_BYTES - Min(src->bytes, AMQ_MAX_FILTER_BYTES)));
 	memcpy(VARDATA(buf->value), src->base, src->bytes);
 	open_own((uint8 *) VARDATA(buf->value), src->bytes, &buf->view);
 }

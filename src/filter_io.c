@@ -94,6 +94,14 @@ amq_filter_out(FunctionCallInfo fcinfo, const AmqFormat *format)
 	char	   *result;
 
 	stored_arg(fcinfo, format, &data, &bytes);
+	if (amq_base64_encoded_len(bytes) >= MaxAllocSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s value of %zu bytes is too large for its text form",
+						format->name, bytes),
+				 errdetail("Its base64 text would exceed the 1 GB value limit; amqfilter builds no filter above %zu bytes, but an older version did.",
+						   AMQ_MAX_FILTER_BYTES),
+				 errhint("Binary COPY and a cast to bytea carry it; rebuild it with a larger p or split it to dump it with pg_dump.")));
 	result = palloc(amq_base64_encoded_len(bytes) + 1);
 	for (off = 0; off < bytes; off += B64_BYTES_PER_SLICE)
 	{
