@@ -8,3 +8,28 @@
 -- installation has exactly the objects of a fresh one.  Filters stored
 -- under 0.1 keep their bytes: the format version is unchanged.
 --
+
+-- bloom_info and cuckoo_info show what a filter's values are (element).
+-- Looking that up reads the catalogs, so they are STABLE now.  Adding an
+-- OUT column changes the result type, which only DROP and CREATE can do.
+DROP FUNCTION bloom_info(bloom);
+CREATE FUNCTION bloom_info(filter bloom,
+	OUT layout text, OUT bits bigint, OUT bytes bigint, OUT hashes integer,
+	OUT capacity bigint, OUT target_fpr double precision, OUT inserted bigint,
+	OUT bits_set bigint, OUT est_distinct double precision,
+	OUT est_fpr double precision, OUT element text)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_info(bloom) IS
+	'geometry, counts, estimated distinct values, current false-positive rate and element type of a bloom filter';
+
+DROP FUNCTION cuckoo_info(cuckoo);
+CREATE FUNCTION cuckoo_info(filter cuckoo,
+	OUT buckets bigint, OUT bucket_size integer, OUT fingerprint_bits integer,
+	OUT bytes bigint, OUT capacity bigint, OUT target_fpr double precision,
+	OUT items bigint, OUT load_factor double precision,
+	OUT est_fpr double precision, OUT tables integer, OUT element text)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_info(cuckoo) IS
+	'geometry, item count, load, current false-positive rate and element type of a cuckoo filter';

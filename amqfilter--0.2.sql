@@ -122,11 +122,11 @@ CREATE FUNCTION bloom_info(filter bloom,
 	OUT layout text, OUT bits bigint, OUT bytes bigint, OUT hashes integer,
 	OUT capacity bigint, OUT target_fpr double precision, OUT inserted bigint,
 	OUT bits_set bigint, OUT est_distinct double precision,
-	OUT est_fpr double precision)
+	OUT est_fpr double precision, OUT element text)
 	RETURNS record
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_info(bloom) IS
-	'geometry, counts, estimated distinct values and current false-positive rate of a bloom filter';
+	'geometry, counts, estimated distinct values, current false-positive rate and element type of a bloom filter';
 
 CREATE FUNCTION bloom_params(n bigint, p double precision, layout text DEFAULT 'blocked',
 	OUT bits bigint, OUT bytes bigint, OUT hashes integer,
@@ -319,11 +319,11 @@ CREATE FUNCTION cuckoo_info(filter cuckoo,
 	OUT buckets bigint, OUT bucket_size integer, OUT fingerprint_bits integer,
 	OUT bytes bigint, OUT capacity bigint, OUT target_fpr double precision,
 	OUT items bigint, OUT load_factor double precision,
-	OUT est_fpr double precision, OUT tables integer)
+	OUT est_fpr double precision, OUT tables integer, OUT element text)
 	RETURNS record
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION cuckoo_info(cuckoo) IS
-	'geometry, item count, load and current false-positive rate of a cuckoo filter';
+	'geometry, item count, load, current false-positive rate and element type of a cuckoo filter';
 
 CREATE FUNCTION cuckoo_params(n bigint, p double precision,
 	OUT buckets bigint, OUT fingerprint_bits integer, OUT bytes bigint,

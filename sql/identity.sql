@@ -77,6 +77,18 @@ SELECT f @> 'ok'::mood AS legacy_member, f @> 'sad'::mood AS legacy_nonmember,
        bloom_add(f, 'sad'::mood) @> 'sad'::mood AS legacy_add
   FROM legacy;
 
+-- bloom_info and cuckoo_info say what a filter's values are (NULL before the
+-- first value); a composite type's id is not looked up
+SELECT (SELECT element FROM bloom_info(bloom_add(bloom_empty(10, 0.01), 1::bigint))) AS int8,
+       (SELECT element FROM bloom_info(bloom_add(bloom_empty(10, 0.01), ARRAY['a']))) AS text_array,
+       (SELECT element FROM cuckoo_info(cuckoo_add(cuckoo_empty(10, 0.01), 'ok'::mood))) AS enum,
+       (SELECT element FROM bloom_info(bloom_empty(10, 0.01))) AS nothing_yet;
+SELECT (SELECT element FROM bloom_info(bloom_agg(x COLLATE ident_ci, 10, 0.01)))
+         LIKE 'pg_catalog.text_ops collate i:und-u-ks-level2@%' AS nondeterministic
+  FROM (VALUES ('apple'::text)) v(x);
+SELECT element FROM legacy, LATERAL bloom_info(f);
+SELECT element FROM bloom_info(bloom_add(bloom_empty(10, 0.01), (1, 'x')::kv));
+
 -- types whose hash a restore would change are refused, with the reason
 SELECT bloom_agg(m, 10, 0.01) FROM (VALUES (ARRAY['ok'::mood])) v(m);
 SELECT cuckoo_agg(r, 10, 0.01) FROM (VALUES ('pg_class'::regclass)) v(r);

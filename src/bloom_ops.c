@@ -166,8 +166,8 @@ bloom_info(PG_FUNCTION_ARGS)
 	amq_bloom_stats stats;
 	size_t		total;
 	size_t		from;
-	Datum		values[10];
-	bool		nulls[10] = {false};
+	Datum		values[11];
+	bool		nulls[11] = {false};
 
 	amq_bloom_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
 
@@ -193,6 +193,10 @@ bloom_info(PG_FUNCTION_ARGS)
 	values[9] = Float8GetDatum(stats.est_fpr);
 	/* a filter without a size has no target */
 	nulls[4] = nulls[5] = amq_bloom_is_empty(&view);
+	/* what the values are; NULL until a value is added */
+	nulls[10] = view.family == 0;
+	if (!nulls[10])
+		values[10] = PointerGetDatum(amq_family_identity(fcinfo, view.family));
 	return amq_return_record(fcinfo, values, nulls);
 }
 

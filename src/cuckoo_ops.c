@@ -217,8 +217,8 @@ cuckoo_info(PG_FUNCTION_ARGS)
 	amq_cuckoo_stats stats;
 	uint64		buckets = 0;
 	uint32		t;
-	Datum		values[10];
-	bool		nulls[10] = {false};
+	Datum		values[11];
+	bool		nulls[11] = {false};
 
 	amq_cuckoo_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
 
@@ -252,6 +252,10 @@ cuckoo_info(PG_FUNCTION_ARGS)
 	values[9] = Int32GetDatum((int32) view.tables);
 	/* a filter without a size has no target */
 	nulls[4] = nulls[5] = amq_cuckoo_is_empty(&view);
+	/* what the values are; NULL until a value is added */
+	nulls[10] = view.family == 0;
+	if (!nulls[10])
+		values[10] = PointerGetDatum(amq_family_identity(fcinfo, view.family));
 	return amq_return_record(fcinfo, values, nulls);
 }
 

@@ -36,11 +36,13 @@ typedef struct AmqFilterCache
 } AmqFilterCache;
 
 struct AmqHasher;
+struct AmqFamilyIndex;
 
 /* per-call cache shared by the functions that hash and probe */
 typedef struct AmqCallCache
 {
 	struct AmqHasher *hasher;	/* NULL until the first value is hashed */
+	struct AmqFamilyIndex *families;	/* ids of known types, for info */
 	AmqFilterCache filter[2];	/* one per filter argument */
 } AmqCallCache;
 
@@ -72,6 +74,7 @@ extern uint64 amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed,
 							 uint32 family);
 extern void amq_check_family(const AmqHasher *hasher, uint32 family,
 							 const char *typname);
+extern text *amq_family_identity(FunctionCallInfo fcinfo, uint32 family);
 
 /* filter_io.c: text and binary I/O, written once against an AmqFormat */
 extern Datum amq_filter_in(FunctionCallInfo fcinfo, const AmqFormat *format);

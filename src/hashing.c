@@ -50,7 +50,9 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/dependency.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_enum.h"
@@ -482,4 +484,150 @@ amq_check_family(const AmqHasher *hasher, uint32 family, const char *typname)
 						   typname, format_type_be(hasher->type), hasher->identity),
 				 errhint("Cast the value to the type the filter was built from (a literal too: "
 						 "'42'::bigint), under the collation it was built with.")));
+}
+
+/*
+ * ----------------------------------------------------------------
+ * From a filter's id back to what its values are, for bloom_info and
+ * cuckoo_info.  An id is a hash, so the way back is to compute the ids of
+ * this database's types and look the filter's up.  Once per call site.
+ * ----------------------------------------------------------------
+ */
+
+typedef struct AmqKnownFamily
+{
+	uint32		family;
+	char	   *identity;
+} AmqKnownFamily;
+
+typedef struct AmqFamilyIndex
+{
+	int			count;
+	AmqKnownFamily *entries;
+} AmqFamilyIndex;
+
+/* True if values of a type can be hashed (and its identity computed). */
+static bool
+hashable(Oid type)
+{
+	TypeCacheEntry *tce = lookup_type_cache(getBaseType(type),
+											TYPECACHE_HASH_EXTENDED_PROC |
+											TYPECACHE_HASH_OPFAMILY);
+
+	return OidIsValid(tce->hash_extended_proc) && OidIsValid(tce->hash_opf);
+}
+
+static void
+index_add(AmqFamilyIndex *index, int *room, uint32 family, const char *identity)
+{
+	if (index->count == *room)
+	{
+		*room *= 2;
+		index->entries = repalloc(index->entries, *room * sizeof(AmqKnownFamily));
+	}
+	index->entries[index->count].family = family;
+	index->entries[index->count].identity = pstrdup(identity);
+	index->count++;
+}
+
+/*
+ * Adds the identities of a type to the index: under no collation, under
+ * each nondeterministic one if it is collatable, and the id 0.1 recorded.
+ */
+static void
+index_type(AmqFamilyIndex *index, int *room, Oid type, List *collations)
+{
+	StringInfoData buf;
+	const char *unstable = NULL;
+	ListCell   *lc;
+	uint32		legacy;
+
+	initStringInfo(&buf);
+	append_identity(&buf, type, InvalidOid, false, &unstable);
+	index_add(index, room, family_id(buf.data), buf.data);
+	if (type_is_collatable(type))
+	{
+		foreach(lc, collations)
+		{
+			resetStringInfo(&buf);
+			append_identity(&buf, type, lfirst_oid(lc), false, &unstable);
+			index_add(index, room, family_id(buf.data), buf.data);
+		}
+	}
+	resetStringInfo(&buf);
+	append_family(&buf, hash_family_of(getBaseType(type)), true);
+	legacy = family_id(buf.data);
+	appendStringInfoString(&buf, " (as written by 0.1)");
+	index_add(index, room, legacy, buf.data);
+	pfree(buf.data);
+}
+
+/*
+ * Every hashable type of the database but composite types (one per table:
+ * too many to walk per query), with arrays and ranges of them.
+ */
+static AmqFamilyIndex *
+build_family_index(MemoryContext mcxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	AmqFamilyIndex *index = palloc0(sizeof(AmqFamilyIndex));
+	int			room = 256;
+	List	   *collations = NIL;
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	index->entries = palloc(room * sizeof(AmqKnownFamily));
+
+	rel = table_open(CollationRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_collation coll = (Form_pg_collation) GETSTRUCT(tup);
+
+		if (!coll->collisdeterministic)
+			collations = lappend_oid(collations, coll->oid);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	rel = table_open(TypeRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_type t = (Form_pg_type) GETSTRUCT(tup);
+		Oid			elem = get_element_type(t->oid);
+
+		CHECK_FOR_INTERRUPTS();
+		if (!t->typisdefined || t->typtype == TYPTYPE_PSEUDO ||
+			t->typtype == TYPTYPE_DOMAIN || t->typtype == TYPTYPE_COMPOSITE ||
+			(OidIsValid(elem) && type_is_rowtype(elem)) || !hashable(t->oid))
+			continue;
+		index_type(index, &room, t->oid, collations);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	MemoryContextSwitchTo(old);
+	return index;
+}
+
+/*
+ * What a filter of the given family holds, as text: its identity (see the
+ * file header), or "unknown" and the id when no type of this database but a
+ * composite one has that id.  family must not be 0.
+ */
+text *
+amq_family_identity(FunctionCallInfo fcinfo, uint32 family)
+{
+	AmqCallCache *cache = amq_call_cache(fcinfo);
+	AmqFamilyIndex *index = cache->families;
+	int			i;
+
+	if (index == NULL)
+		index = cache->families = build_family_index(fcinfo->flinfo->fn_mcxt);
+	for (i = 0; i < index->count; i++)
+		if (index->entries[i].family == family)
+			return cstring_to_text(index->entries[i].identity);
+	return cstring_to_text(psprintf("unknown (id %08x): a composite type, or one this database lacks",
+									family));
 }
