@@ -86,6 +86,43 @@ amq_report_invalid(const AmqFormat *format, amq_status status, AmqGate gate,
 	return false;
 }
 
+/* Opens a filter the glue just wrote; failure is a bug, not bad input. */
+void
+amq_open_own(const AmqFormat *format, const void *data, size_t len, void *view)
+{
+	amq_status	status = format->open(data, len, view);
+
+	if (status != AMQ_OK)
+		elog(ERROR, "%s filter built in memory failed validation: %s",
+			 format->name, amq_status_text(status));
+}
+
+/*
+ * A palloc'd varlena holding a copy of a filter's len bytes, to return to
+ * SQL; if copy is not NULL, it is set to a view of the copy, to change it
+ * before it is returned.
+ */
+struct varlena *
+amq_filter_copy(const AmqFormat *format, const void *data, size_t len,
+				void *copy)
+{
+	struct varlena *result = amq_varlena_copy(data, len);
+
+	if (copy != NULL)
+		amq_open_own(format, VARDATA(result), len, copy);
+	return result;
+}
+
+/* The sizeless empty filter of a type, as a palloc'd varlena. */
+struct varlena *
+amq_empty_varlena(const AmqFormat *format)
+{
+	struct varlena *result = amq_varlena_alloc(format->header_size);
+
+	format->init_empty((uint8 *) VARDATA(result));
+	return result;
+}
+
 /* Validates bytes from a gate into *view, erroring as the gate requires. */
 void
 amq_open_or_error(const AmqFormat *format, const void *data, size_t len,

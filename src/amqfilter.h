@@ -73,6 +73,8 @@ typedef struct AmqFormat
 	amq_status	(*open) (const uint8 *buf, size_t len, void *view);
 	/* true for the sizeless empty filter, what aggregates over no rows give */
 	bool		(*is_empty) (const void *view);
+	/* writes the sizeless empty filter, header_size bytes */
+	void		(*init_empty) (uint8 *buf);
 } AmqFormat;
 
 /* amqfilter.c: mapping core status codes to errors */
@@ -80,6 +82,11 @@ extern bool amq_report_invalid(const AmqFormat *format, amq_status status,
 							   AmqGate gate, Node *escontext);
 extern void amq_open_or_error(const AmqFormat *format, const void *data,
 							  size_t len, AmqGate gate, void *view);
+extern void amq_open_own(const AmqFormat *format, const void *data, size_t len,
+						 void *view);
+extern struct varlena *amq_filter_copy(const AmqFormat *format, const void *data,
+									   size_t len, void *copy);
+extern struct varlena *amq_empty_varlena(const AmqFormat *format);
 extern void amq_report_sizing(const AmqFormat *format, amq_status status,
 							  int64 n, double p, const char *hint) pg_attribute_noreturn();
 extern const char *amq_format_p(double p);

@@ -45,9 +45,26 @@ bloom_empty(PG_FUNCTION_ARGS)
 
 	size_from_args(fcinfo, &params);
 	result = amq_varlena_alloc(params.bytes);
-	amq_bloom_init((uint8 *) VARDATA(result), &params, (uint64) PG_GETARG_INT64(0), PG_GETARG_FLOAT8(1),
+	amq_bloom_init((uint8 *) VARDATA(result), &params,
+				   (uint64) PG_GETARG_INT64(0), PG_GETARG_FLOAT8(1),
 				   AMQ_BLOOM_DEFAULT_SEED);
 	PG_RETURN_POINTER(result);
+}
+
+/* bloom_params(n, p [, layout]): the geometry bloom_agg would choose */
+Datum
+bloom_params(PG_FUNCTION_ARGS)
+{
+	amq_bloom_params params;
+	Datum		values[4];
+	bool		nulls[4] = {false};
+
+	size_from_args(fcinfo, &params);
+	values[0] = Int64GetDatum((int64) params.nbits);
+	values[1] = Int64GetDatum((int64) params.bytes);
+	values[2] = Int32GetDatum((int32) params.hashes);
+	values[3] = Float8GetDatum(params.bits_per_key);
+	return amq_return_record(fcinfo, values, nulls);
 }
 
 /*
@@ -197,21 +214,5 @@ bloom_info(PG_FUNCTION_ARGS)
 	nulls[10] = view.family == 0;
 	if (!nulls[10])
 		values[10] = PointerGetDatum(amq_family_identity(fcinfo, view.family));
-	return amq_return_record(fcinfo, values, nulls);
-}
-
-/* bloom_params(n, p [, layout]): the geometry bloom_agg would choose */
-Datum
-bloom_params(PG_FUNCTION_ARGS)
-{
-	amq_bloom_params params;
-	Datum		values[4];
-	bool		nulls[4] = {false};
-
-	size_from_args(fcinfo, &params);
-	values[0] = Int64GetDatum((int64) params.nbits);
-	values[1] = Int64GetDatum((int64) params.bytes);
-	values[2] = Int32GetDatum((int32) params.hashes);
-	values[3] = Float8GetDatum(params.bits_per_key);
 	return amq_return_record(fcinfo, values, nulls);
 }

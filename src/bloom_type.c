@@ -56,17 +56,6 @@ amq_bloom_size_or_error(int64 n, double p, int layout, amq_bloom_params *params)
 	amq_report_sizing(&amq_bloom_format, status, n, p, NULL);
 }
 
-/* Opens a filter the glue just wrote; failure is a bug, not bad input. */
-static void
-open_own(const uint8 *data, size_t len, amq_bloom_view *view)
-{
-	amq_status	status = amq_bloom_open(data, len, view);
-
-	if (status != AMQ_OK)
-		elog(ERROR, "bloom filter built in memory failed validation: %s",
-			 amq_status_text(status));
-}
-
 /* A new empty filter for n values at rate p in cxt; bad n or p error first. */
 void
 amq_bloom_buffer_new(AmqBloomBuffer *buf, MemoryContext cxt, int64 n, double p,
@@ -78,7 +67,7 @@ amq_bloom_buffer_new(AmqBloomBuffer *buf, MemoryContext cxt, int64 n, double p,
 	buf->view.base = amq_alloc_aligned(cxt, params.bytes, AMQ_BLOOM_HEADER_SIZE,
 									   &buf->alloc);
 	amq_bloom_init(buf->view.base, &params, (uint64) n, p, AMQ_BLOOM_DEFAULT_SEED);
-	open_own(buf->view.base, params.bytes, &buf->view);
+	amq_open_own(&amq_bloom_format, buf->view.base, params.bytes, &buf->view);
 }
 
 /* A copy of src in cxt. */
@@ -91,32 +80,7 @@ amq_bloom_buffer_copy(AmqBloomBuffer *buf, MemoryContext cxt,
 	buf->view.base = amq_alloc_aligned(cxt, bytes, AMQ_BLOOM_HEADER_SIZE,
 									   &buf->alloc);
 	memcpy(buf->view.base, src->base, bytes);
-	open_own(buf->view.base, bytes, &buf->view);
-}
-
-/*
- * A palloc'd varlena holding a copy of the filter, to return to SQL; if
- * copy is not NULL, it is set to a view of the copy, to change it first.
- */
-struct varlena *
-amq_bloom_to_varlena(const amq_bloom_view *src, amq_bloom_view *copy)
-{
-	size_t		bytes = amq_bloom_total_bytes(src);
-	struct varlena *result = amq_varlena_copy(src->base, bytes);
-
-	if (copy != NULL)
-		open_own((uint8 *) VARDATA(result), bytes, copy);
-	return result;
-}
-
-/* The sizeless empty filter, as a palloc'd varlena. */
-struct varlena *
-amq_bloom_empty_varlena(void)
-{
-	struct varlena *result = amq_varlena_alloc(AMQ_BLOOM_HEADER_SIZE);
-
-	amq_bloom_init_empty((uint8 *) VARDATA(result));
-	return result;
+	amq_open_own(&amq_bloom_format, buf->view.base, bytes, &buf->view);
 }
 
 /*

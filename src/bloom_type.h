@@ -42,9 +42,17 @@ extern void amq_bloom_buffer_new(AmqBloomBuffer *buf, MemoryContext cxt,
 								 int64 n, double p, int layout);
 extern void amq_bloom_buffer_copy(AmqBloomBuffer *buf, MemoryContext cxt,
 								  const amq_bloom_view *src);
-extern struct varlena *amq_bloom_to_varlena(const amq_bloom_view *src,
-											amq_bloom_view *copy);
-extern struct varlena *amq_bloom_empty_varlena(void);
+/*
+ * A palloc'd varlena holding a copy of the filter, to return to SQL; if copy
+ * is not NULL, it is set to a view of the copy, to change it first.
+ */
+static inline struct varlena *
+amq_bloom_to_varlena(const amq_bloom_view *src, amq_bloom_view *copy)
+{
+	return amq_filter_copy(&amq_bloom_format, src->base,
+						   amq_bloom_total_bytes(src), copy);
+}
+
 extern void amq_bloom_merge(amq_bloom_view *dst, const amq_bloom_view *src,
 							bool intersect);
 extern int	amq_bloom_parse_layout(text *layout);

@@ -46,9 +46,26 @@ cuckoo_empty(PG_FUNCTION_ARGS)
 
 	size_from_args(fcinfo, &params);
 	result = amq_varlena_alloc(params.bytes);
-	amq_cuckoo_init((uint8 *) VARDATA(result), &params, (uint64) PG_GETARG_INT64(0), PG_GETARG_FLOAT8(1),
+	amq_cuckoo_init((uint8 *) VARDATA(result), &params,
+					(uint64) PG_GETARG_INT64(0), PG_GETARG_FLOAT8(1),
 					AMQ_CUCKOO_DEFAULT_SEED);
 	PG_RETURN_POINTER(result);
+}
+
+/* cuckoo_params(n, p): the geometry cuckoo_agg would choose */
+Datum
+cuckoo_params(PG_FUNCTION_ARGS)
+{
+	amq_cuckoo_params params;
+	Datum		values[4];
+	bool		nulls[4] = {false};
+
+	size_from_args(fcinfo, &params);
+	values[0] = Int64GetDatum((int64) params.buckets);
+	values[1] = Int32GetDatum((int32) params.fp_bits);
+	values[2] = Int64GetDatum((int64) params.bytes);
+	values[3] = Float8GetDatum(params.bits_per_key);
+	return amq_return_record(fcinfo, values, nulls);
 }
 
 /*
@@ -256,21 +273,5 @@ cuckoo_info(PG_FUNCTION_ARGS)
 	nulls[10] = view.family == 0;
 	if (!nulls[10])
 		values[10] = PointerGetDatum(amq_family_identity(fcinfo, view.family));
-	return amq_return_record(fcinfo, values, nulls);
-}
-
-/* cuckoo_params(n, p): the geometry cuckoo_agg would choose */
-Datum
-cuckoo_params(PG_FUNCTION_ARGS)
-{
-	amq_cuckoo_params params;
-	Datum		values[4];
-	bool		nulls[4] = {false};
-
-	size_from_args(fcinfo, &params);
-	values[0] = Int64GetDatum((int64) params.buckets);
-	values[1] = Int32GetDatum((int32) params.fp_bits);
-	values[2] = Int64GetDatum((int64) params.bytes);
-	values[3] = Float8GetDatum(params.bits_per_key);
 	return amq_return_record(fcinfo, values, nulls);
 }

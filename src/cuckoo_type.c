@@ -51,17 +51,6 @@ amq_cuckoo_size_or_error(int64 n, double p, amq_cuckoo_params *params)
 		amq_report_sizing(&amq_cuckoo_format, status, n, p, NULL);
 }
 
-/* Opens a filter the glue just wrote; failure is a bug, not bad input. */
-static void
-open_own(const uint8 *data, size_t len, amq_cuckoo_view *view)
-{
-	amq_status	status = amq_cuckoo_open(data, len, view);
-
-	if (status != AMQ_OK)
-		elog(ERROR, "cuckoo filter built in memory failed validation: %s",
-			 amq_status_text(status));
-}
-
 static size_t
 sum_saturating(size_t a, size_t b)
 {
@@ -127,7 +116,7 @@ amq_cuckoo_buffer_new(AmqCuckooBuffer *buf, MemoryContext cxt, int64 n, double p
 	buffer_alloc(buf, cxt, params.bytes);
 	amq_cuckoo_init((uint8 *) VARDATA(buf->value), &params, (uint64) n, p,
 					AMQ_CUCKOO_DEFAULT_SEED);
-	open_own((uint8 *) VARDATA(buf->value), params.bytes, &buf->view);
+	amq_open_own(&amq_cuckoo_format, VARDATA(buf->value), params.bytes, &buf->view);
 }
 
 /* A copy of src in cxt, with extra bytes of room to grow into. */
@@ -137,7 +126,7 @@ amq_cuckoo_buffer_copy(AmqCuckooBuffer *buf, MemoryContext cxt,
 {
 	buffer_alloc(buf, cxt, src->bytes + Min(extra, AMQ_MAX_FILTER_BYTES - Min(src->bytes, AMQ_MAX_FILTER_BYTES)));
 	memcpy(VARDATA(buf->value), src->base, src->bytes);
-	open_own((uint8 *) VARDATA(buf->value), src->bytes, &buf->view);
+	amq_open_own(&amq_cuckoo_format, VARDATA(buf->value), src->bytes, &buf->view);
 }
 
 /* Adds count hashed values, growing the filter as needed. */
@@ -199,31 +188,6 @@ amq_cuckoo_buffer_finish(AmqCuckooBuffer *buf)
 
 	SET_VARSIZE(result, VARHDRSZ + buf->view.bytes);
 	buf->value = NULL;
-	return result;
-}
-
-/*
- * A palloc'd varlena holding a copy of the filter, to return to SQL; if
- * copy is not NULL, it is set to a view of the copy, to change it first
- * (in ways that do not grow it).
- */
-struct varlena *
-amq_cuckoo_to_varlena(const amq_cuckoo_view *src, amq_cuckoo_view *copy)
-{
-	struct varlena *result = amq_varlena_copy(src->base, src->bytes);
-
-	if (copy != NULL)
-		open_own((uint8 *) VARDATA(result), src->bytes, copy);
-	return result;
-}
-
-/* The sizeless empty filter, as a palloc'd varlena. */
-struct varlena *
-amq_cuckoo_empty_varlena(void)
-{
-	struct varlena *result = amq_varlena_alloc(AMQ_CUCKOO_HEADER_SIZE);
-
-	amq_cuckoo_init_empty((uint8 *) VARDATA(result));
 	return result;
 }
 

@@ -51,9 +51,17 @@ extern void amq_cuckoo_buffer_add_many(AmqCuckooBuffer *buf,
 extern void amq_cuckoo_buffer_merge(AmqCuckooBuffer *buf,
 									const amq_cuckoo_view *src);
 extern struct varlena *amq_cuckoo_buffer_finish(AmqCuckooBuffer *buf);
-extern struct varlena *amq_cuckoo_to_varlena(const amq_cuckoo_view *src,
-											 amq_cuckoo_view *copy);
-extern struct varlena *amq_cuckoo_empty_varlena(void);
+/*
+ * A palloc'd varlena holding a copy of the filter, to return to SQL; if copy
+ * is not NULL, it is set to a view of the copy, to change it first (in ways
+ * that do not grow it).
+ */
+static inline struct varlena *
+amq_cuckoo_to_varlena(const amq_cuckoo_view *src, amq_cuckoo_view *copy)
+{
+	return amq_filter_copy(&amq_cuckoo_format, src->base, src->bytes, copy);
+}
+
 extern void amq_report_cuckoo_mismatch(amq_status status,
 									   const amq_cuckoo_view *a,
 									   const amq_cuckoo_view *b) pg_attribute_noreturn();

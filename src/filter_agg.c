@@ -204,6 +204,6 @@ Datum
 amq_agg_final(FunctionCallInfo fcinfo, const AmqAggType *type)
 {
 	if (PG_ARGISNULL(0))
-		PG_RETURN_POINTER(type->empty_varlena());
+		PG_RETURN_POINTER(amq_empty_varlena(type->format));
 	PG_RETURN_POINTER(state_to_varlena((AmqAggState *) PG_GETARG_POINTER(0)));
 }

@@ -102,6 +102,7 @@ const AmqFormat amq_##type##_format = { \
 	.view_size = sizeof(amq_##type##_view), \
 	.open = type##_open_any, \
 	.is_empty = type##_is_empty_any, \
+	.init_empty = amq_##type##_init_empty, \
 }; \
 PG_FUNCTION_INFO_V1(type##_in); \
 Datum type##_in(PG_FUNCTION_ARGS) { return amq_filter_in(fcinfo, &amq_##type##_format); } \
@@ -157,8 +158,6 @@ typedef struct AmqAggType
 	/* a new varlena: the owned filter plus hashes, the filter unchanged */
 	struct varlena *(*to_varlena) (const void *filter, const uint64 *hashes,
 								   int count, uint32 family);
-	/* a new varlena holding the sizeless empty filter */
-	struct varlena *(*empty_varlena) (void);
 } AmqAggType;
 
 /*
@@ -208,7 +207,6 @@ static const AmqAggType type##_agg_type = { \
 	.add_hashes = type##_owned_add_hashes, \
 	.merge = type##_owned_merge, \
 	.to_varlena = type##_owned_to_varlena, \
-	.empty_varlena = amq_##type##_empty_varlena, \
 }; \
 PG_FUNCTION_INFO_V1(type##_agg_combinefn); \
 Datum type##_agg_combinefn(PG_FUNCTION_ARGS) { return amq_agg_combine(fcinfo, &type##_agg_type, true); } \
