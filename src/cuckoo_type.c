@@ -129,32 +129,25 @@ amq_cuckoo_buffer_copy(AmqCuckooBuffer *buf, MemoryContext cxt,
 	amq_open_own(&amq_cuckoo_format, VARDATA(buf->value), src->bytes, &buf->view);
 }
 
-/* Adds count hashed values, growing the filter as needed. */
+/*
+ * Adds count hashed values, growing the filter as needed: the core asks for
+ * room (reserve_for_core, which errors past the size limit).
+ */
 void
 amq_cuckoo_buffer_add_many(AmqCuckooBuffer *buf, const uint64 *hashes,
 						   size_t count, uint32 family)
 {
-	while (count > 0)
-	{
-		size_t		done;
-		amq_status	status;
-		uint64		buckets;
-		size_t		table;
+	size_t		done;
+	amq_status	status;
 
-		status = amq_cuckoo_add_many(&buf->view, hashes, count, family, &done);
-		if (status == AMQ_OK)
-			return;
-		if (status != AMQ_FULL)
-			elog(ERROR, "cuckoo filter insertion failed: %s",
-				 amq_status_text(status));
-		buckets = amq_cuckoo_growth_buckets(&buf->view);
-		table = amq_cuckoo_table_bytes(buckets, buf->view.fp_bits);
-		check_size(sum_saturating(buf->view.bytes, table));
-		(void) reserve_for_core(buf, buf->view.bytes + table);
-		amq_cuckoo_append_table(&buf->view, buckets);
-		hashes += done;
-		count -= done;
-	}
+	status = amq_cuckoo_add_growing(&buf->view, hashes, count, family,
+									reserve_for_core, buf, &done);
+	if (status == AMQ_ERR_TOO_LARGE)
+		check_size(sum_saturating(buf->view.bytes,
+								  amq_cuckoo_table_bytes(amq_cuckoo_growth_buckets(&buf->view),
+														 buf->view.fp_bits)));
+	if (status != AMQ_OK)
+		elog(ERROR, "cuckoo filter insertion failed: %s", amq_status_text(status));
 }
 
 /*

@@ -361,6 +361,55 @@ victim_in_pair(const amq_cuckoo_table *t, uint32_t fp, uint64_t b1, uint64_t b2)
 }
 
 /*
+ * A value's bucket pair in each table of a filter, oldest table first: the
+ * places adding, deleting, probing and counting all look in, visited one way
+ * for all four.  It is inline and its state lives on the caller's stack, so
+ * the probe, the hot path, compiles to the loop it would be if written out,
+ * with no call per table.  The table visited is the caller's own variable,
+ * not part of the walk: the decoder writes it through a pointer, and a walk
+ * whose address is never taken stays in registers.
+ */
+typedef struct pair_walk
+{
+	uint8_t    *next;			/* header of the next table */
+	uint32_t	left;			/* tables not visited yet */
+	uint32_t	f;				/* fingerprint bits */
+	uint64_t	base;			/* buckets of the first table */
+	uint64_t	mixed;			/* fmix64 of the value's hash */
+	uint32_t	fp;				/* its fingerprint, the same in every table */
+	uint64_t	b1;				/* the value's pair in the table visited */
+	uint64_t	b2;
+} pair_walk;
+
+/* Starts the walk for hash; the sizeless empty filter has no table to visit. */
+static inline void
+walk_begin(pair_walk *w, const amq_cuckoo_view *view, uint64_t hash)
+{
+	w->next = first_table(view);
+	w->left = view->tables;
+	w->f = view->fp_bits;
+	w->base = view->base_buckets;
+	w->mixed = amq_fmix64(hash);
+	w->fp = fingerprint_of_mixed(w->mixed, w->f);
+}
+
+/*
+ * Moves to the next table, decoded into *t, and the value's pair there;
+ * false after the last.
+ */
+static inline bool
+walk_next(pair_walk *w, amq_cuckoo_table *t)
+{
+	if (w->left == 0)
+		return false;
+	table_decode(w->next, w->f, w->base, t);
+	w->next += t->bytes;
+	w->left--;
+	pair_in(t, w->mixed, w->fp, &w->b1, &w->b2);
+	return true;
+}
+
+/*
  * Counts one more (delta = 1) or one fewer (delta = -1) item in a table and
  * in the view.  Table counts stay within [0, slots] whatever a crafted value
  * claimed, so the result always validates.
@@ -744,20 +793,16 @@ amq_status
 amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 {
 	uint32_t	f = view->fp_bits;
-	uint64_t	mixed;
-	uint32_t	fp;
-	uint8_t    *p;
+	pair_walk	w;
 	amq_cuckoo_table t;
 	amq_cuckoo_table last;
 	uint64_t	b1;
 	uint64_t	b2;
 	uint64_t	rng;
-	uint32_t	i;
 
 	if (view->tables == 0)
 		return AMQ_ERR_NO_GEOMETRY;
-	mixed = amq_fmix64(hash);
-	fp = fingerprint_of_mixed(mixed, f);
+	walk_begin(&w, view, hash);
 
 	/*
 	 * A free slot in the value's buckets: in the last table first, which has
@@ -766,23 +811,16 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 	 * then in the others.
 	 */
 	table_decode(view->base + view->last_offset, f, view->base_buckets, &last);
-	pair_in(&last, mixed, fp, &b1, &b2);
-	if (place(&last, f, fp, b1, b2))
+	pair_in(&last, w.mixed, w.fp, &b1, &b2);
+	if (place(&last, f, w.fp, b1, b2))
 	{
 		bind_family(view, family);
 		count_item(view, &last, 1);
 		return AMQ_OK;
 	}
-	p = first_table(view);
-	for (i = 0; i + 1 < view->tables; i++)
+	while (w.left > 1 && walk_next(&w, &t)) /* all but the last */
 	{
-		uint64_t	b;
-		uint64_t	b_alt;
-
-		table_decode(p, f, view->base_buckets, &t);
-		p += t.bytes;
-		pair_in(&t, mixed, fp, &b, &b_alt);
-		if (place(&t, f, fp, b, b_alt))
+		if (place(&t, f, w.fp, w.b1, w.b2))
 		{
 			bind_family(view, family);
 			count_item(view, &t, 1);
@@ -796,7 +834,7 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 	rng = hash;
 	if (next_random(&rng) >> 63)
 		b1 = b2;
-	kick_insert(&last, f, fp, b1, &rng);
+	kick_insert(&last, f, w.fp, b1, &rng);
 	bind_family(view, family);
 	count_item(view, &last, 1);
 	return AMQ_OK;
@@ -882,6 +920,43 @@ amq_cuckoo_append_table(amq_cuckoo_view *view, uint64_t buckets)
 	put_u32(view->base + OFF_TABLES, view->tables);
 }
 
+/*
+ * Growth as every caller needs it: add until the filter is full, ask the
+ * caller for room, append the table growth asks for, go on.  Each growth
+ * leaves the next add an empty table, so every round adds at least one hash
+ * and the loop ends.
+ */
+amq_status
+amq_cuckoo_add_growing(amq_cuckoo_view *view, const uint64_t *hashes,
+					   size_t count, uint32_t family,
+					   amq_cuckoo_reserve_fn reserve, void *ctx, size_t *done)
+{
+	*done = 0;
+	for (;;)
+	{
+		size_t		added;
+		amq_status	status = amq_cuckoo_add_many(view, hashes + *done,
+												 count - *done, family, &added);
+		uint64_t	buckets;
+		size_t		table;
+		uint8_t    *base;
+
+		*done += added;
+		if (status != AMQ_FULL)
+			return status;
+		buckets = amq_cuckoo_growth_buckets(view);
+		table = amq_cuckoo_table_bytes(buckets, view->fp_bits);
+		if (view->bytes > AMQ_CUCKOO_MAX_BYTES ||
+			table > AMQ_CUCKOO_MAX_BYTES - view->bytes)
+			return AMQ_ERR_TOO_LARGE;
+		base = reserve(ctx, view->bytes + table);
+		if (base == NULL)
+			return AMQ_ERR_TOO_LARGE;
+		view->base = base;
+		amq_cuckoo_append_table(view, buckets);
+	}
+}
+
 /* After a slot of t was freed: try to move its victim back into a bucket. */
 static void
 rehome_victim(amq_cuckoo_table *t, uint32_t f, uint64_t seed)
@@ -914,42 +989,32 @@ bool
 amq_cuckoo_delete(amq_cuckoo_view *view, uint64_t hash)
 {
 	uint32_t	f = view->fp_bits;
-	uint64_t	mixed;
-	uint32_t	fp;
-	uint8_t    *p = first_table(view);
+	pair_walk	w;
+	amq_cuckoo_table t;
 	amq_cuckoo_table best = {0};
 	bool		found = false;
 	bool		best_is_victim = false;
 	uint64_t	best_pos = 0;
-	uint32_t	i;
 
-	if (view->tables == 0)
-		return false;
-	mixed = amq_fmix64(hash);
-	fp = fingerprint_of_mixed(mixed, f);
-	for (i = 0; i < view->tables; i++)
+	walk_begin(&w, view, hash);
+	while (walk_next(&w, &t))
 	{
-		amq_cuckoo_table t;
-		uint64_t	b1;
-		uint64_t	b2;
+		uint64_t	b = w.b1;
 		int			s;
 
-		table_decode(p, f, view->base_buckets, &t);
-		p += t.bytes;
 		if (found && t.level < best.level)
 			continue;
-		pair_in(&t, mixed, fp, &b1, &b2);
-		if ((s = bucket_find(t.words, b1, f, fp)) < 0 &&
-			(s = bucket_find(t.words, b2, f, fp)) >= 0)
-			b1 = b2;
+		if ((s = bucket_find(t.words, b, f, w.fp)) < 0 &&
+			(s = bucket_find(t.words, w.b2, f, w.fp)) >= 0)
+			b = w.b2;
 		if (s >= 0)
 		{
 			best = t;
 			best_is_victim = false;
-			best_pos = 4 * b1 + (unsigned) s;
+			best_pos = 4 * b + (unsigned) s;
 			found = true;
 		}
-		else if (victim_in_pair(&t, fp, b1, b2))
+		else if (victim_in_pair(&t, w.fp, w.b1, w.b2))
 		{
 			best = t;
 			best_is_victim = true;
@@ -972,28 +1037,15 @@ amq_cuckoo_delete(amq_cuckoo_view *view, uint64_t hash)
 bool
 amq_cuckoo_may_contain(const amq_cuckoo_view *view, uint64_t hash)
 {
-	uint32_t	f = view->fp_bits;
-	uint64_t	mixed;
-	uint32_t	fp;
-	uint8_t    *p = first_table(view);
-	uint32_t	i;
+	pair_walk	w;
+	amq_cuckoo_table t;
 
-	if (view->tables == 0)
-		return false;
-	mixed = amq_fmix64(hash);
-	fp = fingerprint_of_mixed(mixed, f);
-	for (i = 0; i < view->tables; i++)
+	walk_begin(&w, view, hash);
+	while (walk_next(&w, &t))
 	{
-		amq_cuckoo_table t;
-		uint64_t	b1;
-		uint64_t	b2;
-
-		table_decode(p, f, view->base_buckets, &t);
-		p += t.bytes;
-		pair_in(&t, mixed, fp, &b1, &b2);
-		if (bucket_find(t.words, b1, f, fp) >= 0 ||
-			bucket_find(t.words, b2, f, fp) >= 0 ||
-			victim_in_pair(&t, fp, b1, b2))
+		if (bucket_find(t.words, w.b1, w.f, w.fp) >= 0 ||
+			bucket_find(t.words, w.b2, w.f, w.fp) >= 0 ||
+			victim_in_pair(&t, w.fp, w.b1, w.b2))
 			return true;
 	}
 	return false;
@@ -1002,30 +1054,17 @@ amq_cuckoo_may_contain(const amq_cuckoo_view *view, uint64_t hash)
 uint64_t
 amq_cuckoo_count(const amq_cuckoo_view *view, uint64_t hash)
 {
-	uint32_t	f = view->fp_bits;
-	uint64_t	mixed;
-	uint32_t	fp;
-	uint8_t    *p = first_table(view);
+	pair_walk	w;
+	amq_cuckoo_table t;
 	uint64_t	n = 0;
-	uint32_t	i;
 
-	if (view->tables == 0)
-		return 0;
-	mixed = amq_fmix64(hash);
-	fp = fingerprint_of_mixed(mixed, f);
-	for (i = 0; i < view->tables; i++)
+	walk_begin(&w, view, hash);
+	while (walk_next(&w, &t))
 	{
-		amq_cuckoo_table t;
-		uint64_t	b1;
-		uint64_t	b2;
-
-		table_decode(p, f, view->base_buckets, &t);
-		p += t.bytes;
-		pair_in(&t, mixed, fp, &b1, &b2);
-		n += bucket_count(t.words, b1, f, fp);
-		if (b2 != b1)
-			n += bucket_count(t.words, b2, f, fp);
-		if (victim_in_pair(&t, fp, b1, b2))
+		n += bucket_count(t.words, w.b1, w.f, w.fp);
+		if (w.b2 != w.b1)
+			n += bucket_count(t.words, w.b2, w.f, w.fp);
+		if (victim_in_pair(&t, w.fp, w.b1, w.b2))
 			n++;
 	}
 	return n;

@@ -6,7 +6,9 @@
  * Plain C99, no PostgreSQL headers, like amq_bloom.h: the core never
  * allocates and never reports errors.  Operations that may need more memory
  * (adding to a full filter, merging) say so with a status code and the
- * caller provides a larger buffer.
+ * caller provides a larger buffer, or, for adding, the core asks the
+ * caller's reserve function for it (amq_cuckoo_add_growing), so that every
+ * caller grows a filter the same way.
  *
  * A filter is one byte buffer (FORMAT.md): a 64-byte little-endian header
  * followed by one or more tables.  Each table is a 32-byte table header and
@@ -181,11 +183,12 @@ extern void amq_cuckoo_table_at(const amq_cuckoo_view *view, uint32_t t,
 
 /*
  * Adds a value.  Tries a free slot in the value's two buckets of the last
- * table, then of the others in order, then evicts (at most AMQ_CUCKOO_MAX_KICKS times) in the last table if its
- * victim slot is free, parking the last evicted fingerprint there if the walk
- * does not end.  Returns AMQ_OK, or AMQ_FULL with the filter unchanged when
- * every table is full: the caller then appends a table
- * (amq_cuckoo_growth_buckets, amq_cuckoo_append_table) and adds again.
+ * table, then of the others in order, then evicts (at most
+ * AMQ_CUCKOO_MAX_KICKS times) in the last table if its victim slot is free,
+ * parking the last evicted fingerprint there if the walk does not end.
+ * Returns AMQ_OK, or AMQ_FULL with the filter unchanged when every table is
+ * full: the caller then appends a table (amq_cuckoo_growth_buckets,
+ * amq_cuckoo_append_table) and adds again, as amq_cuckoo_add_growing does.
  * Binds the family if unbound (family must be nonzero).  The view must not
  * be the sizeless empty filter.
  */
@@ -215,6 +218,31 @@ extern uint64_t amq_cuckoo_growth_buckets(const amq_cuckoo_view *view);
  * caller checks that the result stays within AMQ_CUCKOO_MAX_BYTES.
  */
 extern void amq_cuckoo_append_table(amq_cuckoo_view *view, uint64_t buckets);
+
+/*
+ * Makes room for at least need bytes of filter in the buffer behind a view,
+ * keeping its contents, and returns the buffer's (possibly moved) start, or
+ * NULL when it cannot (the core then reports AMQ_ERR_TOO_LARGE).  Callers
+ * inside PostgreSQL may raise an error instead of returning.
+ */
+typedef uint8_t *(*amq_cuckoo_reserve_fn) (void *ctx, size_t need);
+
+/*
+ * Adds hashes[0 .. count) like amq_cuckoo_add_many, appending the table
+ * amq_cuckoo_growth_buckets asks for whenever the filter is full, after
+ * asking reserve for room.  AMQ_OK, or AMQ_ERR_TOO_LARGE when a growth would
+ * pass AMQ_CUCKOO_MAX_BYTES or reserve returned NULL; *done counts the hashes
+ * added either way.  view->base follows the buffer when reserve moves it.
+ *
+ * Like amq_cuckoo_add_many, AMQ_ERR_NO_GEOMETRY for the sizeless empty
+ * filter.  The filter is valid whenever reserve is called and after every
+ * return.
+ */
+extern amq_status amq_cuckoo_add_growing(amq_cuckoo_view *view,
+										 const uint64_t *hashes, size_t count,
+										 uint32_t family,
+										 amq_cuckoo_reserve_fn reserve,
+										 void *ctx, size_t *done);
 
 /*
  * Removes one stored copy of the value (from the largest table holding one);

@@ -16,9 +16,10 @@
  *	op 3 (0xc0..0xff)  keys 0..7: union with a filter built from the same
  *	                   multiset (every multiplicity doubles); else add
  *
- * The same operations run on a cuckoo filter (growing as the glue does on
- * AMQ_FULL: amq_cuckoo_growth_buckets + amq_cuckoo_append_table) and on the
- * exact multiset (a count per key hash).  Checked after each operation:
+ * The same operations run on a cuckoo filter (growing as the glue does, with
+ * amq_cuckoo_add_growing; a filter that would pass LIMIT_BYTES ends the run)
+ * and on the exact multiset (a count per key hash).  Checked after each
+ * operation:
  *	- no false negative: may_contain is true and count >= the true
  *	  multiplicity for the key touched (and for every key after a union, a
  *	  growth and at the end);
@@ -87,25 +88,35 @@ filter_new(filter *f, uint64_t n, double p)
 	return true;
 }
 
+/* amq_cuckoo_add_growing's reserve function: room up to LIMIT_BYTES. */
+static uint8_t *
+reserve_within_limit(void *ctx, size_t need)
+{
+	filter	   *f = ctx;
+
+	if (need > LIMIT_BYTES)
+		return NULL;
+	reserve(f, need);
+	return f->buf;
+}
+
 /* Adds one hash, growing when full; false when growth would pass the limit. */
 static bool
 filter_add(filter *f, uint64_t hash)
 {
-	amq_status	st = amq_cuckoo_add(&f->v, hash, 7);
+	uint32_t	tables = f->v.tables;
+	size_t		done = 0;
+	amq_status	st = amq_cuckoo_add_growing(&f->v, &hash, 1, 7,
+											reserve_within_limit, f, &done);
 
-	if (st == AMQ_FULL)
+	if (st == AMQ_ERR_TOO_LARGE)
 	{
-		uint64_t	buckets = amq_cuckoo_growth_buckets(&f->v);
-		size_t		tb = amq_cuckoo_table_bytes(buckets, f->v.fp_bits);
-
-		if (f->v.bytes + tb > LIMIT_BYTES)
-			return false;
-		reserve(f, f->v.bytes + tb);
-		amq_cuckoo_append_table(&f->v, buckets);
-		reopen(f);
-		st = amq_cuckoo_add(&f->v, hash, 7);
+		FUZZ_CHECK(done == 0);
+		return false;
 	}
-	FUZZ_CHECK(st == AMQ_OK);
+	FUZZ_CHECK(st == AMQ_OK && done == 1);
+	if (f->v.tables != tables)
+		reopen(f);
 	return true;
 }
 

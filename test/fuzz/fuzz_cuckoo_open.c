@@ -12,13 +12,13 @@
  *	- may_contain is true exactly when count > 0, on arbitrary hashes;
  *	- stats over every table, in one range and in two ranges per table, give
  *	  the same occupancy, at most the slots, load and rate within [0, 1];
- *	- on a copy with room to grow (growth only for small values, as the glue
- *	  does it: amq_cuckoo_growth_buckets + amq_cuckoo_append_table within
- *	  AMQ_CUCKOO_MAX_BYTES): add raises the hash's count by exactly one and
- *	  makes it present; delete of an added hash succeeds and lowers its count
- *	  by exactly one; add_many from the same start gives the same bytes as
- *	  one add after the other; after every mutation the buffer passes
- *	  amq_cuckoo_open on exactly view.bytes with the same view;
+ *	- on a copy with room to grow (growth only for small values, through
+ *	  amq_cuckoo_add_growing as the glue does it, within the copy's buffer):
+ *	  add raises the hash's count by exactly one and makes it present;
+ *	  delete of an added hash succeeds and lowers its count by exactly one;
+ *	  the same hashes added in one call from the same start give the same
+ *	  bytes as one add after the other; after every mutation the buffer
+ *	  passes amq_cuckoo_open on exactly view.bytes with the same view;
  *	- merge of the value with itself (merge_begin/step into a buffer of
  *	  twice the size): begin is OK, dst validates after every step, the
  *	  result fits the buffer and every probed hash's count at least doubles
@@ -109,31 +109,49 @@ check_tables_and_stats(const amq_cuckoo_view *v, uint64_t *rng)
 	FUZZ_CHECK(st1.est_fpr == st2.est_fpr);
 }
 
+/* A filter's buffer of fixed size, which growth may fill but not pass. */
+typedef struct fixed_room
+{
+	amq_cuckoo_view *view;
+	size_t		room;
+} fixed_room;
+
 /*
- * Adds hash to a filter in a buffer of room bytes, growing as the glue does
- * when the core says AMQ_FULL and the table fits.  False if it did not fit.
+ * amq_cuckoo_add_growing's reserve function: the buffer itself while need
+ * fits in it.  The filter asking for room is valid and asks for a table of
+ * base * 2^level buckets.
+ */
+static uint8_t *
+reserve_in_room(void *ctx, size_t need)
+{
+	fixed_room *r = ctx;
+	uint64_t	buckets = amq_cuckoo_growth_buckets(r->view);
+
+	FUZZ_CHECK(buckets >= 1 && buckets % r->view->base_buckets == 0);
+	FUZZ_CHECK(need == r->view->bytes +
+			   amq_cuckoo_table_bytes(buckets, r->view->fp_bits));
+	check_reopen(r->view, "amq_cuckoo_add_many before growth");
+	return need <= r->room ? r->view->base : NULL;
+}
+
+/*
+ * Adds hashes[0 .. count) to a filter in a buffer of room bytes, growing when
+ * a table fits.  False if one did not: then the hashes before the one that
+ * did not fit were added.
  */
 static bool
-add_growing(amq_cuckoo_view *c, size_t room, uint64_t hash, uint32_t family)
+add_growing(amq_cuckoo_view *c, size_t room, const uint64_t *hashes,
+			size_t count, uint32_t family)
 {
-	amq_status	st = amq_cuckoo_add(c, hash, family);
+	fixed_room	r = {c, room};
+	size_t		done = 0;
+	amq_status	st = amq_cuckoo_add_growing(c, hashes, count, family,
+											reserve_in_room, &r, &done);
 
-	if (st == AMQ_FULL)
-	{
-		uint64_t	buckets = amq_cuckoo_growth_buckets(c);
-		size_t		tb = amq_cuckoo_table_bytes(buckets, c->fp_bits);
-
-		FUZZ_CHECK(buckets >= 1 && buckets % c->base_buckets == 0);
-		if (tb > room || c->bytes > room - tb ||
-			c->bytes + tb > AMQ_CUCKOO_MAX_BYTES)
-			return false;
-		amq_cuckoo_append_table(c, buckets);
-		check_reopen(c, "amq_cuckoo_append_table");
-		st = amq_cuckoo_add(c, hash, family);
-		/* a new empty table always has room */
-		FUZZ_CHECK(st == AMQ_OK);
-	}
-	FUZZ_CHECK(st == AMQ_OK);
+	FUZZ_CHECK(done <= count);
+	if (st == AMQ_ERR_TOO_LARGE)
+		return false;
+	FUZZ_CHECK(st == AMQ_OK && done == count);
 	return true;
 }
 
@@ -150,7 +168,6 @@ check_mutations(const uint8_t *orig, size_t size, const amq_cuckoo_view *v,
 	amq_cuckoo_view ca;
 	amq_cuckoo_view cb;
 	size_t		nadded = 0;
-	size_t		done;
 	int			i;
 
 	FUZZ_CHECK(amq_cuckoo_open(a, size, &ca) == AMQ_OK);
@@ -165,7 +182,7 @@ check_mutations(const uint8_t *orig, size_t size, const amq_cuckoo_view *v,
 		hashes[i] = (i >= 4 && (*rng & 1)) ? hashes[i - 4] : fuzz_splitmix(rng);
 		*rng = fuzz_splitmix(rng);
 		before = amq_cuckoo_count(&ca, hashes[i]);
-		added[i] = add_growing(&ca, room, hashes[i], family);
+		added[i] = add_growing(&ca, room, &hashes[i], 1, family);
 		if (!added[i])
 			break;
 		nadded++;
@@ -177,36 +194,11 @@ check_mutations(const uint8_t *orig, size_t size, const amq_cuckoo_view *v,
 	}
 	check_tables_and_stats(&ca, rng);
 
-	/* add_many with the same growth gives the same bytes */
-	{
-		size_t		left = nadded;
-		const uint64_t *h = hashes;
-
-		while (left > 0)
-		{
-			amq_status	st = amq_cuckoo_add_many(&cb, h, left, family, &done);
-
-			FUZZ_CHECK(done <= left);
-			if (st == AMQ_OK)
-			{
-				FUZZ_CHECK(done == left);
-				break;
-			}
-			FUZZ_CHECK(st == AMQ_FULL);
-			{
-				uint64_t	buckets = amq_cuckoo_growth_buckets(&cb);
-				size_t		tb = amq_cuckoo_table_bytes(buckets, cb.fp_bits);
-
-				FUZZ_CHECK(cb.bytes + tb <= room);
-				amq_cuckoo_append_table(&cb, buckets);
-			}
-			h += done;
-			left -= done;
-		}
-		check_reopen(&cb, "amq_cuckoo_add_many");
-		FUZZ_CHECK(cb.bytes == ca.bytes);
-		FUZZ_CHECK(memcmp(a, b, ca.bytes) == 0);
-	}
+	/* the same hashes in one call, with the same growth: the same bytes */
+	FUZZ_CHECK(add_growing(&cb, room, hashes, nadded, family));
+	check_reopen(&cb, "amq_cuckoo_add_growing");
+	FUZZ_CHECK(cb.bytes == ca.bytes);
+	FUZZ_CHECK(memcmp(a, b, ca.bytes) == 0);
 
 	/* delete what was added, last first */
 	for (i = (int) nadded - 1; i >= 0; i--)

@@ -99,6 +99,15 @@ bloom_seed(const char *name, int layout, uint64_t n, double p, int adds)
 	free(buf);
 }
 
+/* Growth within a seed's buffer of SEED_ROOM bytes, which never moves. */
+#define SEED_ROOM	4096
+
+static uint8_t *
+reserve_seed_room(void *ctx, size_t need)
+{
+	return need <= SEED_ROOM ? ctx : NULL;
+}
+
 /* A cuckoo filter for n, p with adds values (repeat: all the same value). */
 static void
 cuckoo_seed(const char *name, uint64_t n, double p, int adds, int repeat,
@@ -107,34 +116,23 @@ cuckoo_seed(const char *name, uint64_t n, double p, int adds, int repeat,
 	amq_cuckoo_params params;
 	amq_cuckoo_view v;
 	uint8_t    *buf;
-	size_t		room = 4096;
+	uint64_t	hashes[64];
 	uint64_t	s = seed;
 	uint64_t	one = splitmix(&s);
+	size_t		done;
 	int			i;
 
-	if (amq_cuckoo_size(n, p, &params) != AMQ_OK)
+	if (amq_cuckoo_size(n, p, &params) != AMQ_OK || adds > 64)
 		exit(1);
-	buf = calloc(1, room);
+	buf = calloc(1, SEED_ROOM);
 	amq_cuckoo_init(buf, &params, n, p, AMQ_CUCKOO_DEFAULT_SEED);
 	if (amq_cuckoo_open(buf, params.bytes, &v) != AMQ_OK)
 		exit(1);
 	for (i = 0; i < adds; i++)
-	{
-		uint64_t	h = repeat ? one : splitmix(&s);
-		amq_status	st = amq_cuckoo_add(&v, h, 0x5678);
-
-		if (st == AMQ_FULL)
-		{
-			uint64_t	b = amq_cuckoo_growth_buckets(&v);
-
-			if (v.bytes + amq_cuckoo_table_bytes(b, v.fp_bits) > room)
-				exit(1);
-			amq_cuckoo_append_table(&v, b);
-			st = amq_cuckoo_add(&v, h, 0x5678);
-		}
-		if (st != AMQ_OK)
-			exit(1);
-	}
+		hashes[i] = repeat ? one : splitmix(&s);
+	if (amq_cuckoo_add_growing(&v, hashes, (size_t) adds, 0x5678,
+							   reserve_seed_room, buf, &done) != AMQ_OK)
+		exit(1);
 	if (amq_cuckoo_open(buf, v.bytes, &v) != AMQ_OK)
 		exit(1);
 	printf("  %s: %zu bytes, %u tables, %llu items\n", name, v.bytes, v.tables,
