@@ -28,7 +28,7 @@ REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 	cuckoo_parallel cuckoo_fpr identity safety
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
-UNIT_TESTS = test/test_bloom test/test_cuckoo
+UNIT_TESTS = $(patsubst %.c,%,$(wildcard test/test_*.c))
 EXTRA_CLEAN = $(UNIT_TESTS) $(UNIT_TESTS:=_asan)
 
 PG_CONFIG ?= pg_config
@@ -45,12 +45,16 @@ core-purity:
 		echo "src/core must not include PostgreSQL headers"; exit 1; fi
 
 CORE_TEST_CFLAGS = -std=c99 -O2 -g -Wall -Wextra -Werror -Isrc/core
+CORE_HEADERS = $(wildcard src/core/*.h)
+# test/harness.h, the shared harness, and the fixtures built on it
+TEST_HEADERS = $(wildcard test/*.h)
 
-# one binary per core module; test/harness.h is their shared harness
-test/test_%: test/test_%.c test/harness.h $(CORE_SRCS) src/core/*.h
+# One binary per test/test_*.c (UNIT_TESTS finds them): that file, the test
+# headers and the core sources, nothing else.
+test/test_%: test/test_%.c $(TEST_HEADERS) $(CORE_SRCS) $(CORE_HEADERS)
 	$(CC) $(CORE_TEST_CFLAGS) -o $@ $< $(CORE_SRCS) -lm
 
-test/test_%_asan: test/test_%.c test/harness.h $(CORE_SRCS) src/core/*.h
+test/test_%_asan: test/test_%.c $(TEST_HEADERS) $(CORE_SRCS) $(CORE_HEADERS)
 	$(CC) $(CORE_TEST_CFLAGS) -O1 -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer \
 		-o $@ $< $(CORE_SRCS) -lm
@@ -67,8 +71,8 @@ unittest-asan: core-purity $(UNIT_TESTS:=_asan)
 # builds and runs them.  Everything below belongs to the fuzz harnesses.
 # ---------------------------------------------------------------------------
 FUZZ_CC ?= clang
-FUZZ_HARNESSES = fuzz_bloom_open fuzz_cuckoo_open fuzz_base64 \
-	fuzz_cuckoo_diff fuzz_bloom_diff
+# every test/fuzz/fuzz_*.c is a harness; test/fuzz/run.sh finds them the same way
+FUZZ_HARNESSES = $(patsubst test/fuzz/%.c,%,$(wildcard test/fuzz/fuzz_*.c))
 FUZZ_BINS = $(addprefix test/fuzz/,$(FUZZ_HARNESSES))
 FUZZ_CFLAGS = -std=c99 -O1 -g -Wall -Wextra -Werror -Isrc/core \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -81,12 +85,12 @@ EXTRA_CLEAN += $(FUZZ_BINS) test/fuzz/gen_seeds
 .PHONY: fuzz fuzz-seeds
 fuzz: $(FUZZ_BINS)
 
-test/fuzz/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz_common.h $(CORE_SRCS) src/core/*.h
+test/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(wildcard test/fuzz/*.h) $(CORE_SRCS) $(CORE_HEADERS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(if $(findstring _diff,$@),$(FUZZ_DIFF_CFLAGS)) \
 		-o $@ $< $(CORE_SRCS) -lm
 
 # regenerate the seed corpora (deterministic: the same files every time)
-test/fuzz/gen_seeds: test/fuzz/gen_seeds.c $(CORE_SRCS) src/core/*.h
+test/fuzz/gen_seeds: test/fuzz/gen_seeds.c $(CORE_SRCS) $(CORE_HEADERS)
 	$(CC) $(CORE_TEST_CFLAGS) -o $@ $< $(CORE_SRCS) -lm
 
 fuzz-seeds: test/fuzz/gen_seeds

@@ -2,16 +2,19 @@
  * harness.h
  *		The tiny test harness shared by the core's standalone unit tests.
  *
- * Each test binary (test/test_<module>.c, built by "make unittest" from that
- * file and the core sources only, without PostgreSQL) includes this header
- * once.  It provides:
+ * Each test binary (test/test_<name>.c, built by "make unittest" from that
+ * file, the headers of test/ and the core sources only, without PostgreSQL)
+ * includes this header, directly or through a fixture header
+ * (bloom_fixture.h, cuckoo_fixture.h).  It provides:
  *
  *	- diag(), CHECK() and CHECK_STATUS(): a failed check prints its file,
  *	  line and expression as a "#" diagnostic and counts one failure of the
  *	  current test; the test goes on, so one run reports every failed check;
  *	- splitmix64(), the fixed-seed key stream: keys are handed to the core as
  *	  the 64-bit hash a PostgreSQL hash function would produce, so every run
- *	  sees the same numbers;
+ *	  sees the same numbers; KEYS_SEED and ABSENT_SEED, the streams of the
+ *	  values added and of the values probed as absent, and two element
+ *	  families, the same in every test program;
  *	- xmalloc(), now_seconds();
  *	- poke_*()/peek_*(): little-endian field access by explicit offset,
  *	  written independently of the core's amq_bytes.h, so that a byte-order or
@@ -84,6 +87,12 @@ diag(const char *fmt,...)
  * Helpers.
  * ----------------------------------------------------------------
  */
+
+/* Seeds of the key streams, and element families to bind filters to. */
+#define KEYS_SEED	UINT64_C(1)
+#define ABSENT_SEED	UINT64_C(0xabad1dea)
+#define FAMILY_A	1976u
+#define FAMILY_B	3123u
 
 /* splitmix64: the fixed-seed key stream. */
 static inline uint64_t

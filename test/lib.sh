@@ -4,11 +4,14 @@
 # Source it from a bash script that runs with `set -euo pipefail`:
 #
 #   ensure_packages      install PostgreSQL 15, its server headers and a C toolchain
+#   install_packages MISSING PKG...
+#                        apt-get install PKG as root, else stop naming MISSING
 #   build_and_install    warning-free build of the extension, then `make install`
 #   pgxs_make ARGS...    make in the repository against PostgreSQL 15
-#   start_cluster [SETTING...]
+#   start_cluster [--in DIR] [--postgres EXE] [--env NAME=VALUE]... [SETTING...]
 #                        throwaway PostgreSQL 15 cluster on a free port, stopped on exit
-#   stop_cluster         stop it and remove its files (safe to call twice)
+#   stop_cluster [--keep]
+#                        stop it and remove its files (safe to call twice)
 #   run_psql ARGS...     psql that ignores ~/.psqlrc and stops at the first error
 #   exec_ms SQL          server-side execution time of one run of SQL, in ms
 #   median_exec_ms RUNS SQL
@@ -67,16 +70,25 @@ ensure_packages() {
 		log "packages: PostgreSQL 15, server headers and toolchain present"
 		return 0
 	fi
-	if ! is_root; then
-		die "missing: ${missing% }; install them first, e.g." \
-			"sudo apt-get install ${AMQ_PACKAGES[*]} (or run this script with sudo)"
-	fi
-	log "packages: installing ${AMQ_PACKAGES[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update
-	apt-get install -y --no-install-recommends "${AMQ_PACKAGES[@]}"
+	install_packages "$missing" "${AMQ_PACKAGES[@]}"
 	missing=$(missing_packages | tr '\n' ' ')
 	[ -z "$missing" ] || die "still missing after apt-get install: $missing"
+}
+
+# install_packages MISSING PKG...: apt-get install the packages PKG, as root; otherwise
+# stop and say how, naming MISSING, what the caller found missing.  Callers check
+# before and after, each with its own list of what it needs.
+install_packages() {
+	local missing=$1
+	shift
+	if ! is_root; then
+		die "missing: ${missing% }; install them first, e.g." \
+			"sudo apt-get install $* (or run this script with sudo)"
+	fi
+	log "packages: installing $*"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update
+	apt-get install -y --no-install-recommends "$@"
 }
 
 # ---------------------------------------------------------------------------
@@ -169,16 +181,33 @@ find_free_port() {
 # Start a throwaway cluster and point the libpq environment at it.  Extra arguments
 # are postgresql.conf lines ("work_mem = '64MB'") appended after the defaults, so
 # they win.  Two scripts may each run one at the same time: each has its own data
-# and socket directories.
+# and socket directories.  Options, before the settings:
+#   --in DIR        make the cluster's directory (data/, socket/, server.log) in DIR,
+#                   which the server's user must be able to enter, instead of /tmp
+#   --postgres EXE  run this server executable instead of $PG_BIN/postgres
+#   --env NAME=VALUE
+#                   add to the server's environment (pg_ctl, which starts it, and
+#                   the shell pg_ctl starts it through get it too)
+# The cluster is stopped on exit: start_cluster sets an EXIT trap unless the caller
+# has one, which must then call stop_cluster itself.
 start_cluster() {
-	local owner port data sockdir setting
+	local owner port data sockdir setting parent=/tmp
+	local -a server_env=() postgres_opt=()
 
+	while [ $# -gt 0 ]; do
+		case $1 in
+			--in) parent=$2; shift 2 ;;
+			--postgres) postgres_opt=(-p "$2"); shift 2 ;;
+			--env) server_env+=("$2"); shift 2 ;;
+			*) break ;;
+		esac
+	done
 	[ -z "$AMQ_CLUSTER_DIR" ] || die "start_cluster: a cluster is already running"
 	owner=$(cluster_owner)
 	port=$(find_free_port)
 
-	AMQ_CLUSTER_DIR=$(mktemp -d /tmp/amqfilter-pg.XXXXXX)
-	trap stop_cluster EXIT
+	AMQ_CLUSTER_DIR=$(mktemp -d "$parent/amqfilter-pg.XXXXXX")
+	[ -n "$(trap -p EXIT)" ] || trap stop_cluster EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	data=$AMQ_CLUSTER_DIR/data
@@ -218,8 +247,9 @@ start_cluster() {
 	} >>"$data/postgresql.conf"
 
 	log "cluster: starting on port $port, socket in $sockdir"
-	if ! as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$data" --log="$AMQ_CLUSTER_DIR/server.log" \
-		--wait --timeout=60 start >/dev/null; then
+	if ! as_cluster_owner env "${server_env[@]}" "$PG_BIN/pg_ctl" "${postgres_opt[@]}" \
+		--pgdata="$data" --log="$AMQ_CLUSTER_DIR/server.log" --wait --timeout=60 start \
+		>/dev/null; then
 		tail -n 50 "$AMQ_CLUSTER_DIR/server.log" >&2 || true
 		die "the server did not start"
 	fi
@@ -240,8 +270,9 @@ wait_until_ready() {
 	die "the server is not accepting connections on $PGHOST port $PGPORT"
 }
 
-# Stop the throwaway cluster and remove its files.  Runs from the EXIT trap, so it
-# must not fail, and does nothing when no cluster is running.
+# Stop the throwaway cluster and remove its files, or with --keep leave them (the
+# caller reads its logs, then removes them).  Runs from the EXIT trap, so it must
+# not fail, and does nothing when no cluster is running.
 stop_cluster() {
 	local dir=$AMQ_CLUSTER_DIR
 	[ -n "$dir" ] || return 0
@@ -253,8 +284,12 @@ stop_cluster() {
 				--wait stop >/dev/null 2>&1 \
 			|| echo "warning: could not stop the server in $dir/data" >&2
 	fi
-	rm -rf "$dir"
 	unset PGHOST PGPORT PGUSER PGDATABASE
+	if [ "${1:-}" = --keep ]; then
+		log "cluster: stopped, files kept in $dir"
+		return 0
+	fi
+	rm -rf "$dir"
 	log "cluster: stopped and removed"
 }
 

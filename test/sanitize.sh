@@ -16,10 +16,11 @@
 #     its share directory relative to its own executable, so the copied server loads
 #     the sanitized module while the system's installed amqfilter.so -- and every
 #     other server using it -- is untouched.  Nothing needs re-installing afterwards.
-#  3. Starts a throwaway cluster (as the postgres user when run as root) from that
-#     copied binary with LD_PRELOAD=libasan (the unsanitized postgres executable must
-#     have the ASan runtime loaded first; a small second preload works around an
-#     init-order deadlock, see build_init_shim) and ASAN_OPTIONS/UBSAN_OPTIONS that log every
+#  3. Starts a throwaway cluster (test/lib.sh's start_cluster: as the postgres user
+#     when run as root, its files under $SCRATCH) from that copied binary with
+#     LD_PRELOAD=libasan (the unsanitized postgres executable must have the ASan
+#     runtime loaded first; a small second preload works around an init-order
+#     deadlock, see build_init_shim) and ASAN_OPTIONS/UBSAN_OPTIONS that log every
 #     report to files, then checks via /proc/self/{environ,maps} of a backend that the
 #     preload, the options and the sanitized module really are in place.
 #  4. Canary: loads a tiny deliberately broken C function built with the same flags
@@ -45,34 +46,25 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -g -O1'
 SCRATCH=
-SERVER_PID=
 SERVER_LOG_SKIP=0
 DATA=
+SERVER_LOG=
 START=$SECONDS
 
+# The EXIT trap: stops the cluster (keeping its files inside $SCRATCH) and removes
+# $SCRATCH, unless the run failed or SANITIZE_KEEP=1.
 cleanup() {
 	local status=$?
-	stop_server
+	stop_cluster --keep
 	if [ -n "$SCRATCH" ] && [ -d "$SCRATCH" ]; then
 		if [ "$status" -ne 0 ] || [ "${SANITIZE_KEEP:-0}" = 1 ]; then
-			log "kept $SCRATCH (server.log, sanitizer logs in san/, regression.diffs in tree/)"
+			log "kept $SCRATCH (server.log in amqfilter-pg.*/, sanitizer logs in san/," \
+				"regression.diffs in tree/)"
 		else
 			rm -rf "$SCRATCH"
 		fi
 	fi
 	return "$status"
-}
-
-stop_server() {
-	[ -n "$DATA" ] || return 0
-	if [ -f "$DATA/postmaster.pid" ]; then
-		as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$DATA" --mode=fast --wait --timeout=60 \
-			stop >/dev/null 2>&1 \
-			|| as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$DATA" --mode=immediate --wait \
-				stop >/dev/null 2>&1 \
-			|| echo "warning: could not stop the server in $DATA" >&2
-	fi
-	DATA=
 }
 
 # ---------------------------------------------------------------------------
@@ -195,41 +187,12 @@ build_init_shim() {
 # ---------------------------------------------------------------------------
 
 start_sanitized_server() {
-	local owner port sockdir libasan libubsan i
-	owner=$(cluster_owner)
-	port=$(find_free_port)
-	DATA=$SCRATCH/data
-	sockdir=$SCRATCH/socket
+	local libasan libubsan
 	SANDIR=$SCRATCH/san
-	mkdir "$DATA" "$sockdir" "$SANDIR"
-	chmod 700 "$DATA"
+	mkdir "$SANDIR"
+	# start_cluster's directory goes in here: the server's user must enter it.
 	chmod 755 "$SCRATCH"
-	is_root && chown -R "$owner:" "$DATA" "$sockdir" "$SANDIR"
-
-	log "cluster: initdb in $DATA (owner $owner)"
-	as_cluster_owner "$PG_BIN/initdb" --pgdata="$DATA" --username="$owner" --auth=trust \
-		--encoding=UTF8 --locale=C --no-sync >"$SCRATCH/initdb.log" 2>&1 \
-		|| { cat "$SCRATCH/initdb.log" >&2; die "initdb failed"; }
-	# The settings of lib.sh's start_cluster (parallel workers for the parallel tests).
-	cat >>"$DATA/postgresql.conf" <<-EOF
-		listen_addresses = ''
-		port = $port
-		unix_socket_directories = '$sockdir'
-		fsync = off
-		synchronous_commit = off
-		full_page_writes = off
-		shared_buffers = '128MB'
-		work_mem = '16MB'
-		maintenance_work_mem = '256MB'
-		max_wal_size = '2GB'
-		max_worker_processes = 8
-		max_parallel_workers = 4
-		max_parallel_workers_per_gather = 2
-		log_min_messages = warning
-		jit = off
-		# a backend killed by a sanitizer must not end the run silently
-		restart_after_crash = on
-	EOF
+	is_root && chown "$(cluster_owner):" "$SANDIR"
 
 	libasan=$(readlink -f "$(gcc -print-file-name=libasan.so)")
 	[ -f "$libasan" ] || die "no libasan.so from gcc -print-file-name"
@@ -244,22 +207,16 @@ start_sanitized_server() {
 	ASAN_OPTS+=":print_summary=1:log_path=$SANDIR/asan:verify_asan_link_order=0"
 	UBSAN_OPTS="print_stacktrace=1:halt_on_error=1:abort_on_error=1:log_path=$SANDIR/ubsan"
 
-	log "cluster: starting $SAN_POSTGRES on port $port with LD_PRELOAD=$libasan"
-	# Only the server gets the preload: env(1) execs postgres directly.
-	as_cluster_owner env LD_PRELOAD="$libasan $libubsan $SHIM" ASAN_OPTIONS="$ASAN_OPTS" \
-		UBSAN_OPTIONS="$UBSAN_OPTS" \
-		setsid "$SAN_POSTGRES" -D "$DATA" >"$SCRATCH/server.log" 2>&1 </dev/null &
-	SERVER_PID=$!
-
-	export PGHOST=$sockdir PGPORT=$port PGUSER=$owner PGDATABASE=postgres
-	for ((i = 0; i < 120; i++)); do
-		"$PG_BIN/pg_isready" --quiet && return 0
-		kill -0 "$SERVER_PID" 2>/dev/null || break
-		sleep 0.5
-	done
-	tail -n 50 "$SCRATCH/server.log" >&2 || true
-	cat "$SANDIR"/* 2>/dev/null >&2 || true
-	die "the sanitized server did not start"
+	log "cluster: $SAN_POSTGRES with LD_PRELOAD=$libasan"
+	# pg_ctl, and the shell it starts the server through, run with the preload as
+	# well: unsanitized, they only get ASan's allocator.  jit = off: no JIT code
+	# was built.  A backend killed by a sanitizer must not end the run silently.
+	start_cluster --in "$SCRATCH" --postgres "$SAN_POSTGRES" \
+		--env "LD_PRELOAD=$libasan $libubsan $SHIM" \
+		--env "ASAN_OPTIONS=$ASAN_OPTS" --env "UBSAN_OPTIONS=$UBSAN_OPTS" \
+		"jit = off" "restart_after_crash = on"
+	DATA=$AMQ_CLUSTER_DIR/data
+	SERVER_LOG=$AMQ_CLUSTER_DIR/server.log
 }
 
 # Prove that the preload, the options and the sanitized module are in place.
@@ -290,38 +247,29 @@ run_canary() {
 	run_psql -q -c "CREATE FUNCTION pg_temp.asan_canary(int, int) RETURNS int
 		AS '$SAN_LIBDIR/amqfilter_asan_canary', 'asan_canary' LANGUAGE C STRICT" \
 		-c "SELECT pg_temp.asan_canary(16, 16)" >/dev/null 2>&1 || true
-	wait_until_ready_san
+	wait_until_ready
 	run_psql -q -c "CREATE FUNCTION pg_temp.ubsan_canary(int) RETURNS int
 		AS '$SAN_LIBDIR/amqfilter_asan_canary', 'ubsan_canary' LANGUAGE C STRICT" \
 		-c "SELECT pg_temp.ubsan_canary(40)" >/dev/null 2>&1 || true
-	wait_until_ready_san
+	wait_until_ready
 	for ((i = 0; i < 20; i++)); do
 		grep -qs 'heap-buffer-overflow' "$SANDIR"/asan.* \
-			&& grep -qs 'runtime error: shift exponent' "$SCRATCH/server.log" && break
+			&& grep -qs 'runtime error: shift exponent' "$SERVER_LOG" && break
 		sleep 0.5
 	done
 	grep -qs 'heap-buffer-overflow' "$SANDIR"/asan.* \
 		|| die "canary: no ASan report of the heap overflow in $SANDIR; the setup catches nothing"
 	# UBSan ignores log_path here (gcc 12, combined with ASan): its reports go to
 	# the server's stderr, i.e. server.log.
-	grep -qs 'runtime error: shift exponent' "$SCRATCH/server.log" \
+	grep -qs 'runtime error: shift exponent' "$SERVER_LOG" \
 		|| die "canary: no UBSan report of the shift in server.log; the setup catches nothing"
 	mkdir -p "$SCRATCH/canary"
 	mv "$SANDIR"/* "$SCRATCH/canary/"
 	log "canary: both reported as expected:"
-	grep -h -E 'ERROR: AddressSanitizer|runtime error' "$SCRATCH"/canary/* "$SCRATCH/server.log" \
+	grep -h -E 'ERROR: AddressSanitizer|runtime error' "$SCRATCH"/canary/* "$SERVER_LOG" \
 		| sed 's/^/    /' >&2
 	# Their crashes are in the server log too; the checks after the suite start past them.
-	SERVER_LOG_SKIP=$(wc -l <"$SCRATCH/server.log")
-}
-
-wait_until_ready_san() {
-	local i
-	for ((i = 0; i < 120; i++)); do
-		"$PG_BIN/pg_isready" --quiet && return 0
-		sleep 0.5
-	done
-	die "the server did not come back"
+	SERVER_LOG_SKIP=$(wc -l <"$SERVER_LOG")
 }
 
 # ---------------------------------------------------------------------------
@@ -355,7 +303,7 @@ main() {
 		fi
 	fi
 
-	stop_server
+	stop_cluster --keep
 	for f in "$SANDIR"/*; do
 		[ -e "$f" ] || continue
 		reports=$((reports + 1))
@@ -364,14 +312,14 @@ main() {
 	done
 	# Reports that missed the log files (e.g. written before log_path took effect), and
 	# crashed backends.
-	tail -n "+$((SERVER_LOG_SKIP + 1))" "$SCRATCH/server.log" >"$SCRATCH/server.suite.log"
+	tail -n "+$((SERVER_LOG_SKIP + 1))" "$SERVER_LOG" >"$SCRATCH/server.suite.log"
 	if grep -nE 'AddressSanitizer|runtime error:|UndefinedBehaviorSanitizer' \
 		"$SCRATCH/server.suite.log"; then
 		reports=$((reports + 1))
 	fi
 	if grep -nE 'terminated by signal|server process .* exited with exit code|was terminated' \
 		"$SCRATCH/server.suite.log"; then
-		echo "(a backend crashed; see $SCRATCH/server.log)"
+		echo "(a backend crashed; see $SERVER_LOG)"
 		[ "$regress" = ok ] && regress=FAIL
 	fi
 

@@ -17,12 +17,11 @@
 # keeps the temporary directory (grown corpora, logs) even without a crash.
 #
 # As root on a fresh Debian 12 it installs clang, its fuzzer runtime and make
-# when they are missing (test/lib.sh's ensure_packages).
+# when they are missing (test/lib.sh's install_packages).
 set -euo pipefail
 
 SECONDS_PER=${1:-10}
 MAX_LEN=${FUZZ_MAX_LEN:-4096}
-HARNESSES=(fuzz_bloom_open fuzz_cuckoo_open fuzz_base64 fuzz_cuckoo_diff fuzz_bloom_diff)
 
 [[ "$SECONDS_PER" =~ ^[0-9]+$ ]] && [ "$SECONDS_PER" -ge 1 ] \
 	|| { echo "usage: $0 [SECONDS_PER_HARNESS]" >&2; exit 2; }
@@ -30,11 +29,16 @@ HARNESSES=(fuzz_bloom_open fuzz_cuckoo_open fuzz_base64 fuzz_cuckoo_diff fuzz_bl
 # shellcheck source=../lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-# Only what the fuzzers need (not PostgreSQL): lib.sh's ensure_packages with
-# our own package list and checks.  libclang-rt-dev holds libFuzzer and the
-# sanitizer runtimes; clang merely recommends it.
-AMQ_PACKAGES=(clang libclang-rt-dev make libc6-dev)
-missing_packages() {
+# Every test/fuzz/fuzz_*.c is a harness, as in the Makefile's FUZZ_HARNESSES.
+HARNESSES=()
+for src in "$AMQ_ROOT"/test/fuzz/fuzz_*.c; do
+	HARNESSES+=("$(basename "$src" .c)")
+done
+
+# Only what the fuzzers need, not PostgreSQL.  libclang-rt-dev holds
+# libFuzzer and the sanitizer runtimes; clang merely recommends it.
+FUZZ_PACKAGES=(clang libclang-rt-dev make libc6-dev)
+fuzz_missing_packages() {
 	command -v clang >/dev/null || { echo clang; echo libclang-rt-dev; return 0; }
 	local rt
 	rt=$(clang -print-resource-dir 2>/dev/null)/lib/linux/libclang_rt.fuzzer-x86_64.a
@@ -43,8 +47,11 @@ missing_packages() {
 	command -v make >/dev/null || echo make
 	[ -f /usr/include/stdio.h ] || echo libc6-dev
 }
-if [ -n "$(missing_packages)" ]; then
-	ensure_packages
+missing=$(fuzz_missing_packages | tr '\n' ' ')
+if [ -n "$missing" ]; then
+	install_packages "$missing" "${FUZZ_PACKAGES[@]}"
+	missing=$(fuzz_missing_packages | tr '\n' ' ')
+	[ -z "$missing" ] || die "still missing after apt-get install: $missing"
 fi
 log "clang: $(clang --version | head -n 1)"
 

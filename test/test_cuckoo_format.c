@@ -1,0 +1,947 @@
+/*
+ * test_cuckoo_format.c
+ *		Unit tests of the cuckoo core: sizing, the hash-to-slot mapping and
+ *		the serialized layout.
+ *
+ * Built by "make unittest" (and with ASan/UBSan by "make unittest-asan")
+ * from this file, the headers of test/ and the core sources only.
+ *
+ * What is tested, and why:
+ *
+ *	- sizing: the parameter errors, the fingerprint width and bucket count
+ *	  formulas of amq_cuckoo.h, and the size limit (a filter that cannot be
+ *	  stored must be refused quickly, before anything is allocated);
+ *	- the hash-to-slot mapping and the bit packing, against the reference
+ *	  formulas of amq_cuckoo.h and FORMAT.md: they decide where fingerprints
+ *	  live, so they are part of the format and a change breaks every stored
+ *	  filter;
+ *	- the nesting of tables (every table has base * 2^level buckets): the
+ *	  alternate bucket is an involution for any base and level, indexes and
+ *	  alternates commute with shifting right, and values sharing fingerprint
+ *	  and bucket pair at one level share the pair at every lower one, which
+ *	  is what deletion relies on;
+ *	- the bytes init writes, and the header and view kept in step by adds.
+ *
+ * Keys are splitmix64 outputs from fixed seeds, handed to the core as the
+ * 64-bit hash a PostgreSQL hash function would produce, so every run sees
+ * the same numbers.  The reference reading of the format is
+ * test/cuckoo_model.h, the growable filter test/cuckoo_fixture.h.
+ *
+ * Output: "ok - name" / "not ok - name" per test, diagnostics prefixed with
+ * "#", and a last line "core cuckoo format: N passed, M failed"; exit status
+ * 1 on failure.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amq_cuckoo.h"
+#include "amq_status.h"
+#include "cuckoo_fixture.h"
+#include "cuckoo_model.h"
+#include "harness.h"
+
+/* ----------------------------------------------------------------
+ * Sizing.
+ * ----------------------------------------------------------------
+ */
+
+/* Every parameter error, and the size limit refused without delay. */
+static void
+test_sizing_errors(void)
+{
+	amq_cuckoo_params pr;
+	double		t0;
+	double		ms;
+	int			r;
+
+	CHECK_STATUS(amq_cuckoo_size(0, 0.01, &pr), AMQ_ERR_PARAM_N);
+	CHECK_STATUS(amq_cuckoo_size(0, NAN, &pr), AMQ_ERR_PARAM_N);
+	CHECK_STATUS(amq_cuckoo_size(100, 0.0, &pr), AMQ_ERR_PARAM_P);
+	CHECK_STATUS(amq_cuckoo_size(100, -0.0, &pr), AMQ_ERR_PARAM_P);
+	CHECK_STATUS(amq_cuckoo_size(100, -0.5, &pr), AMQ_ERR_PARAM_P);
+	CHECK_STATUS(amq_cuckoo_size(100, 1.0, &pr), AMQ_ERR_PARAM_P);
+	CHECK_STATUS(amq_cuckoo_size(100, 1.5, &pr), AMQ_ERR_PARAM_P);
+	CHECK_STATUS(amq_cuckoo_size(100, NAN, &pr), AMQ_ERR_PARAM_P);
+	CHECK_STATUS(amq_cuckoo_size(100, INFINITY, &pr), AMQ_ERR_PARAM_P);
+	CHECK_STATUS(amq_cuckoo_size(100, -INFINITY, &pr), AMQ_ERR_PARAM_P);
+	CHECK_STATUS(amq_cuckoo_size(100, nextafter(AMQ_CUCKOO_MIN_FPR, 0.0), &pr),
+				 AMQ_ERR_PARAM_P_SMALL);
+	CHECK_STATUS(amq_cuckoo_size(100, 1e-12, &pr), AMQ_ERR_PARAM_P_SMALL);
+	CHECK_STATUS(amq_cuckoo_size(100, 4.9406564584124654e-324, &pr),
+				 AMQ_ERR_PARAM_P_SMALL);
+	CHECK_STATUS(amq_cuckoo_size(100, AMQ_CUCKOO_MIN_FPR, &pr), AMQ_OK);
+	CHECK_STATUS(amq_cuckoo_size(1, nextafter(1.0, 0.0), &pr), AMQ_OK);
+
+	t0 = now_seconds();
+	for (r = 0; r < 100; r++)
+	{
+		CHECK_STATUS(amq_cuckoo_size(UINT64_C(1000000000000000), 0.01, &pr),
+					 AMQ_ERR_TOO_LARGE);
+		CHECK_STATUS(amq_cuckoo_size(UINT64_MAX, 0.5, &pr), AMQ_ERR_TOO_LARGE);
+		CHECK_STATUS(amq_cuckoo_size(UINT64_MAX, AMQ_CUCKOO_MIN_FPR, &pr),
+					 AMQ_ERR_TOO_LARGE);
+		CHECK_STATUS(amq_cuckoo_size(UINT64_C(1000000000), 0.01, &pr),
+					 AMQ_ERR_TOO_LARGE);
+	}
+	ms = (now_seconds() - t0) * 1000.0 / 400.0;
+	diag("a refused sizing takes %.4f ms", ms);
+	CHECK(ms < 1.0);
+}
+
+/* f = max(4, ceil(log2(8/p))), one more only where the model asks for it. */
+static void
+test_sizing_fp_bits(void)
+{
+	static const double ps[] = {0.9, 0.5, 0.3, 0.1, 0.05, 0.01, 1e-3, 1.5e-4,
+	1e-4, 1e-6, 1e-8, 3e-9, AMQ_CUCKOO_MIN_FPR};
+	static const uint32_t want[] = {4, 4, 5, 7, 8, 10, 13, 16, 17, 23, 30, 32, 32};
+	size_t		i;
+
+	for (i = 0; i < lengthof(ps); i++)
+	{
+		amq_cuckoo_params pr;
+		uint32_t	base = ref_fp_bits(ps[i]);
+		uint32_t	top = base < 32 ? base + 1 : 32;
+
+		CHECK(base == want[i]);
+		CHECK_STATUS(amq_cuckoo_size(100000, ps[i], &pr), AMQ_OK);
+		if (pr.fp_bits < base || pr.fp_bits > top)
+			diag("p=%g: f=%u, expected %u (or %u)", ps[i], pr.fp_bits, base, top);
+		CHECK(pr.fp_bits >= base && pr.fp_bits <= top);
+		CHECK(pr.fp_bits >= AMQ_CUCKOO_MIN_FP_BITS &&
+			  pr.fp_bits <= AMQ_CUCKOO_MAX_FP_BITS);
+		CHECK(pr.expected_fpr > 0.0 && pr.expected_fpr <= ps[i]);
+		if (pr.fp_bits != base)
+			diag("p=%g: f raised to %u (model %.4g)", ps[i], pr.fp_bits,
+				 pr.expected_fpr);
+	}
+	/* the smallest rate needs all 32 bits */
+	{
+		amq_cuckoo_params pr;
+
+		CHECK_STATUS(amq_cuckoo_size(1000, AMQ_CUCKOO_MIN_FPR, &pr), AMQ_OK);
+		CHECK(pr.fp_bits == 32);
+	}
+}
+
+/* buckets = ceil(n / 3.8), bytes = header + one table, bits/key, model. */
+static void
+test_sizing_geometry(void)
+{
+	static const uint64_t ns[] = {1, 2, 3, 4, 5, 18, 19, 20, 38, 95, 100, 999,
+		1000, 1001, 9999, 10000, 12345, 100000, 1000000, 123456789};
+	static const double ps[] = {0.5, 0.01, 1e-6};
+	size_t		i,
+				j;
+
+	for (i = 0; i < lengthof(ns); i++)
+		for (j = 0; j < lengthof(ps); j++)
+		{
+			amq_cuckoo_params pr;
+			amq_status	st = amq_cuckoo_size(ns[i], ps[j], &pr);
+
+			CHECK_STATUS(st, AMQ_OK);
+			if (st != AMQ_OK)
+				continue;
+			if (pr.buckets != ref_buckets(ns[i]))
+				diag("n=%llu p=%g: %llu buckets, expected %llu",
+					 (unsigned long long) ns[i], ps[j],
+					 (unsigned long long) pr.buckets,
+					 (unsigned long long) ref_buckets(ns[i]));
+			CHECK(pr.buckets == ref_buckets(ns[i]));
+			CHECK(amq_cuckoo_table_bytes(pr.buckets, pr.fp_bits) ==
+				  ref_table_bytes(pr.buckets, pr.fp_bits));
+			CHECK(pr.bytes == AMQ_CUCKOO_HEADER_SIZE +
+				  amq_cuckoo_table_bytes(pr.buckets, pr.fp_bits));
+			CHECK(pr.bytes <= AMQ_CUCKOO_MAX_BYTES);
+			CHECK(fabs(pr.bits_per_key - 8.0 * (double) pr.bytes / (double) ns[i]) <=
+				  1e-9 * pr.bits_per_key);
+			CHECK(pr.expected_fpr > 0.0 && pr.expected_fpr <= ps[j]);
+		}
+
+	/* the worked example: n = 1000 is 264 buckets, not a power of two */
+	{
+		amq_cuckoo_params pr;
+
+		CHECK_STATUS(amq_cuckoo_size(1000, 0.01, &pr), AMQ_OK);
+		CHECK(pr.buckets == 264);
+		CHECK(pr.fp_bits == 10);
+		/* 4 * 264 * 10 = 10560 bits = 165 words, plus one */
+		CHECK(pr.bytes == 64 + 32 + 8 * 166);
+	}
+	/* p = 1%: about 10.5 bits per key */
+	{
+		amq_cuckoo_params pr;
+
+		CHECK_STATUS(amq_cuckoo_size(1000000, 0.01, &pr), AMQ_OK);
+		diag("n=1e6 p=0.01: f=%u buckets=%llu bytes=%zu bits/key=%.3f model=%.5g",
+			 pr.fp_bits, (unsigned long long) pr.buckets, pr.bytes,
+			 pr.bits_per_key, pr.expected_fpr);
+		CHECK(pr.bits_per_key <= 11.0);
+		CHECK_STATUS(amq_cuckoo_size(100000, 0.01, &pr), AMQ_OK);
+		CHECK(pr.bits_per_key <= 11.0);
+	}
+}
+
+/*
+ * Over a sweep of n up to 10^10: accepted sizes stay within the limit, and
+ * AMQ_ERR_TOO_LARGE only where the formula's size really exceeds it.
+ */
+static void
+test_sizing_limit(void)
+{
+	static const double ps[] = {0.5, 0.01, 1e-6, AMQ_CUCKOO_MIN_FPR};
+	size_t		j;
+	int			refused = 0,
+				total = 0;
+
+	for (j = 0; j < lengthof(ps); j++)
+	{
+		uint64_t	n;
+
+		for (n = 1; n <= UINT64_C(10000000000); n = n * 3 + 1)
+		{
+			amq_cuckoo_params pr;
+			amq_status	st = amq_cuckoo_size(n, ps[j], &pr);
+			uint64_t	want = AMQ_CUCKOO_HEADER_SIZE +
+				ref_table_bytes(ref_buckets(n), ref_fp_bits(ps[j]));
+
+			total++;
+			if (st == AMQ_ERR_TOO_LARGE)
+			{
+				refused++;
+				if (want <= AMQ_CUCKOO_MAX_BYTES)
+					diag("n=%llu p=%g refused at %llu bytes", (unsigned long long) n,
+						 ps[j], (unsigned long long) want);
+				/* one extra fingerprint bit may tip it over */
+				CHECK(want > AMQ_CUCKOO_MAX_BYTES ||
+					  AMQ_CUCKOO_HEADER_SIZE +
+					  ref_table_bytes(ref_buckets(n), ref_fp_bits(ps[j]) + 1) >
+					  AMQ_CUCKOO_MAX_BYTES);
+				continue;
+			}
+			CHECK_STATUS(st, AMQ_OK);
+			if (st != AMQ_OK)
+				continue;
+			CHECK(pr.bytes <= AMQ_CUCKOO_MAX_BYTES);
+			CHECK(pr.bytes >= want);
+		}
+	}
+	diag("%d sizings, %d over the size limit", total, refused);
+	CHECK(refused > 0);
+}
+
+/* ----------------------------------------------------------------
+ * The mapping.
+ * ----------------------------------------------------------------
+ */
+
+/* Fingerprints are in [1, 2^f) and follow the documented formula. */
+static void
+test_mapping_fingerprint(void)
+{
+	uint32_t	f;
+	int			bad = 0;
+	uint64_t	s0 = 5;
+	int			k;
+
+	/* the reference inverse really inverts the mix */
+	for (k = 0; k < 1000; k++)
+	{
+		uint64_t	x = splitmix64(&s0);
+
+		CHECK(ref_fmix64(ref_unmix64(x)) == x);
+	}
+	for (f = AMQ_CUCKOO_MIN_FP_BITS; f <= AMQ_CUCKOO_MAX_FP_BITS; f++)
+	{
+		uint64_t	s = 1000 + f;
+		uint64_t	limit = UINT64_C(1) << f;
+		int			i;
+		static const uint64_t edges[] = {0, 1, UINT64_C(0xFFFFFFFF),
+			UINT64_C(0xFFFFFFFF00000000), UINT64_MAX, UINT64_C(0x80000000),
+		UINT64_C(0x7FFFFFFF)};
+		size_t		e;
+
+		for (i = 0; i < 50000; i++)
+		{
+			uint64_t	h = splitmix64(&s);
+			uint32_t	fp = amq_cuckoo_fingerprint(h, f);
+
+			if (fp == 0 || fp >= limit || fp != ref_fingerprint(h, f))
+			{
+				if (bad++ < 5)
+					diag("f=%u hash %016llx: fingerprint %u, expected %u", f,
+						 (unsigned long long) h, fp, ref_fingerprint(h, f));
+			}
+		}
+		for (e = 0; e < lengthof(edges); e++)
+		{
+			uint32_t	fp = amq_cuckoo_fingerprint(edges[e], f);
+
+			CHECK(fp != 0 && fp < limit && fp == ref_fingerprint(edges[e], f));
+		}
+		/* the extremes of the mixed low half map to 1 and 2^f - 1 */
+		CHECK(amq_cuckoo_fingerprint(ref_unmix64(UINT64_C(0xFFFFFFFF00000000)), f) == 1);
+		CHECK(amq_cuckoo_fingerprint(ref_unmix64(UINT64_C(0xFFFFFFFF)), f) == limit - 1);
+		/* narrow widths: every value 1 .. 2^f - 1 occurs (~50 times each) */
+		if (f <= 10)
+		{
+			static bool seen[1024];
+			uint32_t	v,
+						missing = 0;
+
+			memset(seen, 0, sizeof(seen));
+			s = 1000 + f;
+			for (i = 0; i < 50000; i++)
+			{
+				uint32_t	fp = amq_cuckoo_fingerprint(splitmix64(&s), f);
+
+				if (fp < 1024)
+					seen[fp] = true;
+			}
+			for (v = 1; v < limit; v++)
+				missing += !seen[v];
+			CHECK(missing == 0);
+		}
+	}
+	CHECK(bad == 0);
+}
+
+/* index = floor(fmix64(hash) * buckets / 2^64), always < buckets. */
+static void
+test_mapping_index(void)
+{
+	static const uint64_t bs[] = {1, 2, 3, 7, 264, 1000003, UINT64_C(1) << 20,
+	UINT64_C(0x100000000) + 15, UINT64_C(1) << 40};
+	uint64_t	s = 77;
+	size_t		j;
+	int			bad = 0;
+
+	for (j = 0; j < lengthof(bs); j++)
+	{
+		int			i;
+
+		CHECK(amq_cuckoo_index(ref_unmix64(0), bs[j]) == 0);
+		CHECK(amq_cuckoo_index(ref_unmix64(UINT64_MAX), bs[j]) == bs[j] - 1);
+		for (i = 0; i < 20000; i++)
+		{
+			uint64_t	h = splitmix64(&s);
+			uint64_t	ix = amq_cuckoo_index(h, bs[j]);
+
+			if (ix >= bs[j] || ix != ref_index(h, bs[j]))
+				if (bad++ < 5)
+					diag("index(%016llx, %llu) = %llu, expected %llu",
+						 (unsigned long long) h, (unsigned long long) bs[j],
+						 (unsigned long long) ix,
+						 (unsigned long long) ref_index(h, bs[j]));
+		}
+	}
+	CHECK(bad == 0);
+}
+
+/* A random fingerprint of a random width in 4 .. 32. */
+static uint32_t
+random_fp(uint64_t *state)
+{
+	uint64_t	r = splitmix64(state);
+	uint32_t	f = 4 + (uint32_t) (r % 29);
+
+	return ref_fingerprint(splitmix64(state), f);
+}
+
+/*
+ * alternate(i, fp, base, level) follows the documented formula, stays in
+ * [0, base 2^level) and is an involution, for bases 1, 2, 3, ..., 1000003
+ * and beyond 2^32, levels 0 .. 10 (and higher where base 2^level fits),
+ * random buckets and the edge buckets of each table.
+ */
+static void
+test_mapping_alternate(void)
+{
+	static const uint64_t bs[] = {1, 2, 3, 5, 7, 264, 1000003,
+		UINT64_C(1) << 20, UINT64_C(0x100000000) + 15, UINT64_C(1) << 40,
+	UINT64_MAX / 3};
+	static const unsigned high_levels[] = {16, 20, 31, 40, 53, 62, 63};
+	uint64_t	s = 78;
+	size_t		j;
+	int			bad = 0;
+	long		checked = 0;
+
+	for (j = 0; j < lengthof(bs); j++)
+	{
+		uint64_t	base = bs[j];
+		unsigned	li;
+
+		for (li = 0; li < 11 + lengthof(high_levels); li++)
+		{
+			unsigned	level = li < 11 ? li : high_levels[li - 11];
+			uint64_t	nb;
+			int			i;
+
+			/* base 2^level must fit in 64 bits */
+			if (level > 0 && base > (UINT64_MAX >> level))
+				continue;
+			nb = base << level;
+			for (i = 0; i < 2000; i++)
+			{
+				uint64_t	h = splitmix64(&s);
+				uint32_t	fp = random_fp(&s);
+				uint64_t	ix,
+							alt,
+							back,
+							want;
+
+				switch (i)
+				{
+					case 0:
+						ix = 0;
+						break;
+					case 1:
+						ix = nb - 1;
+						break;
+					case 2:
+						ix = (UINT64_C(1) << level) - 1;	/* all low bits */
+						break;
+					case 3:
+						ix = nb - (UINT64_C(1) << level);	/* top high, low 0 */
+						break;
+					default:
+						ix = i % 2 ? ref_index(h, nb) : ref_range(h, nb);
+				}
+				if (i == 4)
+					fp = 1;
+				else if (i == 5)
+					fp = UINT32_MAX;
+				alt = amq_cuckoo_alternate(ix, fp, base, level);
+				back = amq_cuckoo_alternate(alt, fp, base, level);
+				want = ref_alternate(ix, fp, base, level);
+				checked++;
+				if (alt >= nb || back != ix || alt != want)
+					if (bad++ < 5)
+						diag("alternate(%llu, %u, base %llu, level %u) = %llu "
+							 "(expected %llu), back %llu",
+							 (unsigned long long) ix, fp,
+							 (unsigned long long) base, level,
+							 (unsigned long long) alt,
+							 (unsigned long long) want,
+							 (unsigned long long) back);
+			}
+		}
+	}
+	/* one bucket: the alternate is the bucket itself */
+	CHECK(amq_cuckoo_alternate(0, 5, 1, 0) == 0);
+	/* level 0 is the first table's mapping (H(fp) - i) mod base */
+	{
+		uint32_t	fp = 12345;
+		uint64_t	h = ref_range(ref_fmix64(fp), 264);
+
+		CHECK(amq_cuckoo_alternate(0, fp, 264, 0) == h);
+		CHECK(amq_cuckoo_alternate(h, fp, 264, 0) == 0);
+		CHECK(amq_cuckoo_alternate(h + 1, fp, 264, 0) == 263);
+	}
+	/* base 1: only the low bits move, xored with M */
+	{
+		uint32_t	fp = 777;
+		unsigned	level;
+
+		for (level = 1; level <= 10; level++)
+			CHECK(amq_cuckoo_alternate(0, fp, 1, level) == ref_low_mask(fp, level));
+	}
+	diag("%ld (bucket, fingerprint, base, level) checked", checked);
+	CHECK(bad == 0);
+}
+
+
+/*
+ * h1 and h2 share fingerprint and bucket pair at level L: they share the
+ * pair at every level below (by the core's mapping).  Counts failures.
+ */
+static int
+check_nested_pair(uint64_t h1, uint64_t h2, uint32_t f, uint64_t base,
+				  unsigned L)
+{
+	unsigned	l;
+	int			bad = 0;
+
+	for (l = 0; l < L; l++)
+	{
+		uint64_t	p1[2],
+					p2[2];
+
+		core_pair(h1, f, base, l, p1);
+		core_pair(h2, f, base, l, p2);
+		if (!same_pair(p1, p2))
+		{
+			if (bad++ == 0)
+				diag("hashes %016llx and %016llx (f %u, base %llu) share their "
+					 "pair at level %u but not at level %u: {%llu, %llu} vs "
+					 "{%llu, %llu}", (unsigned long long) h1,
+					 (unsigned long long) h2, f, (unsigned long long) base, L,
+					 l, (unsigned long long) p1[0], (unsigned long long) p1[1],
+					 (unsigned long long) p2[0], (unsigned long long) p2[1]);
+		}
+	}
+	return bad;
+}
+
+/*
+ * Tables nest: values that share fingerprint and bucket pair in a table of
+ * level L share the pair in every table of a lower level, which is what
+ * deletion relies on.  Two ways to get such values:
+ *
+ *	1. random hashes with 4-bit fingerprints and small bases, where they
+ *	   collide all the time: every hash is filed under (fingerprint, pair)
+ *	   at level L and checked against the first hash filed there;
+ *	2. built on purpose, for larger bases and fingerprints: h2 gets a mix
+ *	   with other low bits but the same fingerprint, and high bits that put
+ *	   its index in h1's pair at level L (either bucket of it).
+ */
+static void
+test_mapping_nesting(void)
+{
+	static const uint64_t small_bases[] = {1, 2, 3, 5, 7};
+	static const uint64_t bases[] = {1, 3, 264, 1000, 1000003};
+	static const uint32_t widths[] = {4, 7, 10, 13};
+	enum
+	{
+		N = 6000
+	};
+	uint64_t   *hs = xmalloc(N * sizeof(uint64_t));
+	uint64_t	s = 1234;
+	long		random_checked = 0,
+				built_checked = 0;
+	long		not_shared_below = 0;
+	int			bad = 0;
+	size_t		j,
+				w;
+
+	/* 1. random collisions */
+	for (j = 0; j < lengthof(small_bases); j++)
+	{
+		uint64_t	base = small_bases[j];
+		unsigned	L;
+
+		for (L = 1; L <= 8; L++)
+		{
+			uint64_t	nb = base << L;
+			int		   *first = xmalloc(16 * nb * sizeof(int));
+			long		here = 0;
+			int			i;
+
+			for (i = 0; i < (int) (16 * nb); i++)
+				first[i] = -1;
+			for (i = 0; i < N; i++)
+			{
+				uint64_t	h = splitmix64(&s);
+				uint32_t	fp = amq_cuckoo_fingerprint(h, 4);
+				uint64_t	p[2];
+				int		   *slot;
+
+				hs[i] = h;
+				core_pair(h, 4, base, L, p);
+				sort_pair(p);
+				slot = &first[fp * nb + p[0]];
+				if (*slot < 0)
+				{
+					*slot = i;
+					continue;
+				}
+				/* same fingerprint, same smaller bucket: the same pair */
+				{
+					uint64_t	q[2];
+
+					core_pair(hs[*slot], 4, base, L, q);
+					CHECK(same_pair(p, q));
+				}
+				bad += check_nested_pair(hs[*slot], h, 4, base, L);
+				here++;
+				/* and the pair one level up is often another one */
+				{
+					uint64_t	a[2],
+								b[2];
+
+					core_pair(hs[*slot], 4, base, L + 1, a);
+					core_pair(h, 4, base, L + 1, b);
+					not_shared_below += !same_pair(a, b);
+				}
+			}
+			/* at least N minus the number of (fingerprint, pair) keys */
+			CHECK(here >= N - 15 * (long) nb);
+			random_checked += here;
+			free(first);
+		}
+	}
+
+	/* 2. collisions built on purpose */
+	for (j = 0; j < lengthof(bases); j++)
+		for (w = 0; w < lengthof(widths); w++)
+		{
+			uint64_t	base = bases[j];
+			uint32_t	f = widths[w];
+			unsigned	L;
+
+			for (L = 1; L <= 10 && (base << L) <= (UINT64_C(1) << 30); L++)
+			{
+				uint64_t	nb = base << L;
+				int			i;
+
+				for (i = 0; i < 300; i++)
+				{
+					uint64_t	h1 = splitmix64(&s);
+					uint32_t	fp = ref_fingerprint(h1, f);
+					uint32_t	lo1 = (uint32_t) ref_fmix64(h1);
+					uint32_t	lo2 = lo1;
+					uint64_t	p1[2],
+								p2[2];
+					uint64_t	h2;
+					int			tries;
+
+					/*
+					 * other low bits, same fingerprint: a fingerprint covers
+					 * about 2^(32 - f) >= 2^19 consecutive low values
+					 */
+					for (tries = 0; tries < 1000 && lo2 == lo1; tries++)
+					{
+						uint32_t	c = lo1 + (uint32_t) (splitmix64(&s) % 131072) - 65536;
+
+						if (1 + (uint32_t) (((uint64_t) c * ((UINT64_C(1) << f) - 1)) >> 32) == fp)
+							lo2 = c;
+					}
+					core_pair(h1, f, base, L, p1);
+					h2 = ref_hash_at(lo2, nb, p1[i % 2], &s);
+					core_pair(h2, f, base, L, p2);
+					if (lo2 == lo1 || amq_cuckoo_fingerprint(h2, f) != fp ||
+						!same_pair(p1, p2))
+					{
+						if (bad++ < 5)
+							diag("built collision failed: f %u base %llu level %u",
+								 f, (unsigned long long) base, L);
+						continue;
+					}
+					bad += check_nested_pair(h1, h2, f, base, L);
+					built_checked++;
+				}
+			}
+		}
+	diag("nesting: %ld random and %ld built collisions checked at all lower "
+		 "levels; %ld of the random ones part one level up",
+		 random_checked, built_checked, not_shared_below);
+	/* enough collisions to mean something, and not a mapping that never parts */
+	CHECK(random_checked >= 100000);
+	CHECK(built_checked >= 50000);
+	CHECK(not_shared_below >= 1000);
+	CHECK(bad == 0);
+	free(hs);
+}
+
+/*
+ * The shifts: index at level L >> d is the index at level L - d, and the
+ * alternate commutes with >> d, for every d <= L.
+ */
+static void
+test_mapping_shift(void)
+{
+	static const uint64_t bases[] = {1, 2, 3, 5, 7, 264, 1000, 1000003,
+	UINT64_C(0x100000000) + 15};
+	uint64_t	s = 4321;
+	size_t		j;
+	int			bad = 0;
+	long		checked = 0;
+
+	for (j = 0; j < lengthof(bases); j++)
+	{
+		uint64_t	base = bases[j];
+		unsigned	L;
+
+		for (L = 0; L <= 24; L++)
+		{
+			int			i;
+
+			if (L > 0 && base > (UINT64_MAX >> L))
+				break;
+			for (i = 0; i < 200; i++)
+			{
+				uint64_t	h = splitmix64(&s);
+				uint32_t	fp = random_fp(&s);
+				uint64_t	ix = amq_cuckoo_index(h, base << L);
+				uint64_t	any = ref_range(splitmix64(&s), base << L);
+				unsigned	d;
+
+				for (d = 0; d <= L; d++)
+				{
+					uint64_t	ix_d = amq_cuckoo_index(h, base << (L - d));
+					uint64_t	a = amq_cuckoo_alternate(ix, fp, base, L) >> d;
+					uint64_t	a_d = amq_cuckoo_alternate(ix >> d, fp, base, L - d);
+					uint64_t	b = amq_cuckoo_alternate(any, fp, base, L) >> d;
+					uint64_t	b_d = amq_cuckoo_alternate(any >> d, fp, base, L - d);
+
+					checked++;
+					if ((ix >> d) != ix_d || a != a_d || b != b_d)
+						if (bad++ < 5)
+							diag("base %llu level %u d %u: index %llu >> d = %llu, "
+								 "index at L - d %llu; alternates %llu / %llu, "
+								 "%llu / %llu", (unsigned long long) base, L, d,
+								 (unsigned long long) ix,
+								 (unsigned long long) (ix >> d),
+								 (unsigned long long) ix_d,
+								 (unsigned long long) a, (unsigned long long) a_d,
+								 (unsigned long long) b, (unsigned long long) b_d);
+				}
+			}
+		}
+	}
+	diag("%ld (hash, level, shift) checked", checked);
+	CHECK(bad == 0);
+}
+
+/* ----------------------------------------------------------------
+ * The format.
+ * ----------------------------------------------------------------
+ */
+
+/* init writes the documented bytes; adds keep header and view in step. */
+static void
+test_format_layout(void)
+{
+	cf			f;
+	amq_cuckoo_table tb;
+	size_t		i;
+	uint64_t	s;
+	uint8_t    *hand;
+
+	if (!cf_make(&f, 1000, 0.01))
+		return;
+	CHECK(f.v.bytes == 64 + 32 + 8 * 166);
+	CHECK(memcmp(f.buf, "AMQC", 4) == 0);
+	CHECK(f.buf[OFF_VERSION] == 1);
+	CHECK(f.buf[OFF_BUCKET_SIZE] == 4);
+	CHECK(f.buf[OFF_HASH_SCHEME] == 1);
+	CHECK(f.buf[OFF_FP_BITS] == 10);
+	CHECK(peek_u32(f.buf + OFF_FLAGS) == 0);
+	CHECK(peek_u32(f.buf + OFF_FAMILY) == 0);
+	CHECK(peek_u64(f.buf + OFF_SEED) == AMQ_CUCKOO_DEFAULT_SEED);
+	CHECK(peek_u64(f.buf + OFF_CAPACITY) == 1000);
+	CHECK(peek_f64(f.buf + OFF_TARGET_FPR) == 0.01);
+	CHECK(peek_u32(f.buf + OFF_TABLES) == 1);
+	CHECK(peek_u32(f.buf + OFF_RESERVED) == 0);
+	for (i = OFF_RESERVED2; i < 64; i++)
+		CHECK(f.buf[i] == 0);
+	CHECK(peek_u64(f.buf + 64 + TOFF_BUCKETS) == 264);
+	CHECK(peek_u64(f.buf + 64 + TOFF_ITEMS) == 0);
+	CHECK(peek_u64(f.buf + 64 + TOFF_VBUCKET) == 0);
+	CHECK(peek_u32(f.buf + 64 + TOFF_VFP) == 0);
+	CHECK(peek_u32(f.buf + 64 + TOFF_RESERVED) == 0);
+	for (i = 96; i < f.v.bytes; i++)
+		CHECK(f.buf[i] == 0);
+
+	/* the view */
+	CHECK(f.v.base == f.buf);
+	CHECK(f.v.hash_scheme == 1);
+	CHECK(f.v.fp_bits == 10 && f.v.family == 0 && f.v.tables == 1);
+	CHECK(f.v.seed == AMQ_CUCKOO_DEFAULT_SEED);
+	CHECK(f.v.capacity == 1000 && f.v.target_fpr == 0.01);
+	CHECK(f.v.items == 0 && f.v.slots == 4 * 264 + 1);
+
+	/* the same filter written by hand opens and is byte-identical */
+	hand = xmalloc(f.v.bytes);
+	memset(hand, 0, f.v.bytes);
+	memcpy(hand, "AMQC", 4);
+	hand[OFF_VERSION] = 1;
+	hand[OFF_BUCKET_SIZE] = 4;
+	hand[OFF_HASH_SCHEME] = 1;
+	hand[OFF_FP_BITS] = 10;
+	poke_u64(hand + OFF_SEED, AMQ_CUCKOO_DEFAULT_SEED);
+	poke_u64(hand + OFF_CAPACITY, 1000);
+	poke_f64(hand + OFF_TARGET_FPR, 0.01);
+	poke_u32(hand + OFF_TABLES, 1);
+	poke_u64(hand + 64 + TOFF_BUCKETS, 264);
+	CHECK(memcmp(hand, f.buf, f.v.bytes) == 0);
+	{
+		amq_cuckoo_view hv;
+
+		CHECK_STATUS(amq_cuckoo_open(hand, f.v.bytes, &hv), AMQ_OK);
+	}
+	free(hand);
+
+	/* adds: family bound, item counts by offset, fingerprints where expected */
+	s = 9;
+	for (i = 0; i < 500; i++)
+		cf_add(&f, splitmix64(&s), i < 250 ? FAMILY_A : FAMILY_B);
+	CHECK(f.v.family == FAMILY_A);
+	CHECK(peek_u32(f.buf + OFF_FAMILY) == FAMILY_A);
+	CHECK(peek_u64(f.buf + 64 + TOFF_ITEMS) == 500);
+	CHECK(f.v.items == 500);
+	cf_valid(&f);
+	check_table_walk(&f);
+	amq_cuckoo_table_at(&f.v, 0, &tb);
+	CHECK(tb.header == f.buf + 64 && tb.words == f.buf + 96);
+	CHECK(tb.buckets == 264 && tb.items == 500);
+	CHECK(tb.bytes == 32 + 8 * 166);
+	s = 9;
+	for (i = 0; i < 500; i++)
+		CHECK(raw_copies(&f.v, &tb, splitmix64(&s)) >= 1);
+	cf_free(&f);
+}
+
+/*
+ * Bit packing: for fingerprint widths around the word and byte boundaries
+ * and an odd bucket count, fill a table; every stored fingerprint is read
+ * back (through amq_cuckoo_slot and from the raw bits) in the value's
+ * bucket pair, nothing else is stored, and neighbours survive deletions.
+ */
+static void
+test_bit_packing(void)
+{
+	static const uint32_t widths[] = {4, 5, 7, 10, 13, 16, 17, 31, 32};
+	const uint64_t nb = 7;
+	size_t		w;
+
+	for (w = 0; w < lengthof(widths); w++)
+	{
+		uint32_t	f = widths[w];
+		cf			c;
+		amq_cuckoo_table tb;
+		uint64_t	keys[64];
+		bool		live[64];
+		int			nkeys = 0;
+		int			i;
+		uint64_t	s = 500 + f;
+		uint64_t	b;
+		unsigned	sl;
+		uint64_t	stored;
+		int			round;
+
+		if (!cf_make_geom(&c, nb, f))
+			continue;
+		CHECK(c.v.fp_bits == f);
+		/* fill to the first AMQ_FULL, which must leave the bytes unchanged */
+		while (nkeys < 64)
+		{
+			uint64_t	h = splitmix64(&s);
+			uint8_t    *snap = xmalloc(c.v.bytes);
+			amq_status	st;
+
+			memcpy(snap, c.buf, c.v.bytes);
+			st = amq_cuckoo_add(&c.v, h, FAMILY_A);
+			if (st == AMQ_FULL)
+			{
+				CHECK(memcmp(snap, c.buf, c.v.bytes) == 0);
+				free(snap);
+				break;
+			}
+			free(snap);
+			CHECK_STATUS(st, AMQ_OK);
+			keys[nkeys] = h;
+			live[nkeys++] = true;
+		}
+		CHECK(nkeys > 4 * (int) nb / 2 && nkeys <= 4 * (int) nb + 1);
+
+		for (round = 0; round < 2; round++)
+		{
+			int			nlive = 0;
+
+			cf_valid(&c);
+			amq_cuckoo_table_at(&c.v, 0, &tb);
+			/* every slot: the core and the raw bits agree; each value belongs */
+			stored = 0;
+			for (b = 0; b < nb; b++)
+				for (sl = 0; sl < 4; sl++)
+				{
+					uint32_t	v = amq_cuckoo_slot(&c.v, &tb, b, sl);
+					bool		owned = false;
+
+					CHECK(v == raw_slot(tb.words, b, sl, f));
+					if (v == 0)
+						continue;
+					stored++;
+					for (i = 0; i < nkeys && !owned; i++)
+					{
+						uint32_t	fp = ref_fingerprint(keys[i], f);
+						uint64_t	i1 = ref_index(keys[i], nb);
+
+						owned = live[i] && fp == v &&
+							(b == i1 || b == ref_alternate(i1, fp, nb, 0));
+					}
+					if (!owned)
+						diag("f=%u: bucket %llu slot %u holds %u, no value's", f,
+							 (unsigned long long) b, sl, v);
+					CHECK(owned);
+				}
+			if (tb.victim_fp != 0)
+			{
+				bool		owned = false;
+
+				stored++;
+				for (i = 0; i < nkeys && !owned; i++)
+				{
+					uint32_t	fp = ref_fingerprint(keys[i], f);
+					uint64_t	i1 = ref_index(keys[i], nb);
+
+					owned = live[i] && fp == tb.victim_fp &&
+						(tb.victim_bucket == i1 ||
+						 tb.victim_bucket == ref_alternate(i1, fp, nb, 0));
+				}
+				CHECK(owned);
+			}
+			/* padding bits are zero */
+			{
+				uint64_t	j;
+				uint64_t	end = 64 * ref_words(nb, f);
+
+				for (j = 4 * nb * f; j < end; j++)
+					CHECK(raw_bit(tb.words, j) == 0);
+			}
+			for (i = 0; i < nkeys; i++)
+				if (live[i])
+				{
+					nlive++;
+					CHECK(raw_copies(&c.v, &tb, keys[i]) >= 1);
+					CHECK(amq_cuckoo_may_contain(&c.v, keys[i]));
+				}
+			CHECK(stored == (uint64_t) nlive);
+			CHECK(tb.items == (uint64_t) nlive && c.v.items == (uint64_t) nlive);
+
+			/* then delete every other value and look again */
+			if (round == 0)
+				for (i = 0; i < nkeys; i += 2)
+				{
+					CHECK(amq_cuckoo_delete(&c.v, keys[i]));
+					live[i] = false;
+				}
+		}
+		diag("f=%2u, %llu buckets: %d values until full", f,
+			 (unsigned long long) nb, nkeys);
+		cf_free(&c);
+	}
+}
+
+/* ----------------------------------------------------------------
+ * Driver.
+ * ----------------------------------------------------------------
+ */
+
+static const amq_test tests[] = {
+	{"sizing errors", test_sizing_errors},
+	{"sizing fingerprint width", test_sizing_fp_bits},
+	{"sizing geometry", test_sizing_geometry},
+	{"sizing limit", test_sizing_limit},
+	{"mapping fingerprint", test_mapping_fingerprint},
+	{"mapping index", test_mapping_index},
+	{"mapping alternate", test_mapping_alternate},
+	{"mapping nesting", test_mapping_nesting},
+	{"mapping shift", test_mapping_shift},
+	{"format layout", test_format_layout},
+	{"bit packing", test_bit_packing},
+};
+
+int
+main(void)
+{
+	return amq_run_tests(tests, lengthof(tests), "core cuckoo format");
+}
