@@ -29,13 +29,9 @@ set -euo pipefail
 # shellcheck source=test/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-PASSES=0
-FAILURES=0
 WORK=$(mktemp -d /tmp/amqfilter-identity.XXXXXX)
 trap 'rm -rf "$WORK"; stop_cluster' EXIT
 
-pass() { PASSES=$((PASSES + 1)); echo "PASS $*"; }
-fail() { FAILURES=$((FAILURES + 1)); echo "FAIL $*"; }
 q_at() { run_psql -q -At -d "$1" -c "$2"; }
 
 # expect NAME ACTUAL EXPECTED
@@ -162,8 +158,7 @@ main() {
 		fi
 	done
 
-	echo "identity: $PASSES passed, $FAILURES failed"
-	[ "$FAILURES" -eq 0 ]
+	checks_summary identity
 }
 
 main "$@"

@@ -6,7 +6,7 @@
 #   ensure_packages      install PostgreSQL 15, its server headers and a C toolchain
 #   install_packages MISSING PKG...
 #                        apt-get install PKG as root, else stop naming MISSING
-#   build_and_install    warning-free build of the extension, then `make install`
+#   build_and_install    -Werror build of the extension, then `make install`
 #   pgxs_make ARGS...    make in the repository against PostgreSQL 15
 #   start_cluster [--in DIR] [--postgres EXE] [--env NAME=VALUE]... [SETTING...]
 #                        throwaway PostgreSQL 15 cluster on a free port, stopped on exit
@@ -17,6 +17,8 @@
 #   median_exec_ms RUNS SQL
 #                        median of RUNS such times
 #   median               median of the numbers on standard input
+#   pass MSG, fail MSG   print a check's verdict and count it (PASSES, FAILURES)
+#   checks_summary NAME  print "NAME: N passed, M failed"; non-zero if any failed
 #
 # The cluster never runs as root: as root it runs as the `postgres` system user that
 # Debian's package creates, otherwise as the calling user.
@@ -105,8 +107,10 @@ build_and_install() {
 	local output status=0
 
 	pgxs_make clean >/dev/null
-	log "build: make"
-	output=$(pgxs_make 2>&1) || status=$?
+	# -Werror through CPPFLAGS reaches both gcc and the clang that PGXS runs for
+	# JIT bitcode; the grep below is a second net for warnings -Werror misses
+	log "build: make PG_CPPFLAGS=-Werror"
+	output=$(pgxs_make PG_CPPFLAGS=-Werror 2>&1) || status=$?
 	if [ "$status" -ne 0 ]; then
 		printf '%s\n' "$output" >&2
 		echo "build failed (make exited with $status)" >&2
@@ -326,4 +330,26 @@ median() {
 			if (NR == 0) exit 1
 			printf "%.1f\n", (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
 		}'
+}
+
+# ---------------------------------------------------------------------------
+# Checks of the shell test scripts
+# ---------------------------------------------------------------------------
+
+PASSES=0
+FAILURES=0
+
+pass() {
+	PASSES=$((PASSES + 1))
+	printf 'PASS  %s\n' "$*"
+}
+
+fail() {
+	FAILURES=$((FAILURES + 1))
+	printf 'FAIL  %s\n' "$*"
+}
+
+checks_summary() {
+	echo "$1: $PASSES passed, $FAILURES failed"
+	[ "$FAILURES" -eq 0 ]
 }

@@ -33,8 +33,6 @@ set -euo pipefail
 # shellcheck source=test/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-PASSES=0
-FAILURES=0
 WORK=
 DB_PREFIX=amq_rt_$$
 SRC_DB=${DB_PREFIX}_src
@@ -43,15 +41,6 @@ CUSTOM_DB=${DB_PREFIX}_custom
 LARGE_DB=${DB_PREFIX}_largest
 OWN_CLUSTER=yes
 
-pass() {
-	PASSES=$((PASSES + 1))
-	printf 'PASS  %s\n' "$*"
-}
-
-fail() {
-	FAILURES=$((FAILURES + 1))
-	printf 'FAIL  %s\n' "$*"
-}
 
 # psql with our options: no psqlrc, stop at the first error, quiet.
 q() {
@@ -577,8 +566,8 @@ main() {
 	fi
 	check_largest
 
-	echo "roundtrip: $PASSES passed, $FAILURES failed ($((SECONDS - start))s)"
-	[ "$FAILURES" -eq 0 ]
+	log "roundtrip: $((SECONDS - start))s"
+	checks_summary roundtrip
 }
 
 main "$@"

@@ -27,13 +27,9 @@ set -euo pipefail
 # shellcheck source=test/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-PASSES=0
-FAILURES=0
 WORK=$(mktemp -d /tmp/amqfilter-upgrade.XXXXXX)
 trap 'rm -rf "$WORK"; stop_cluster' EXIT
 
-pass() { PASSES=$((PASSES + 1)); echo "PASS $*"; }
-fail() { FAILURES=$((FAILURES + 1)); echo "FAIL $*"; }
 
 # check NAME FILE_A FILE_B: pass when the files are equal, else show the difference.
 check_same() {
@@ -204,8 +200,7 @@ main() {
 		fail "fixtures: too few objects or rows to compare"
 	fi
 
-	echo "upgrade: $PASSES passed, $FAILURES failed"
-	[ "$FAILURES" -eq 0 ]
+	checks_summary upgrade
 }
 
 main "$@"
