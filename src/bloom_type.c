@@ -103,15 +103,9 @@ amq_bloom_merge(amq_bloom_view *dst, const amq_bloom_view *src, bool intersect)
 		size_t		to = Min(total, from + AMQ_SLICE_BYTES);
 
 		CHECK_FOR_INTERRUPTS();
-		if (intersect)
-			amq_bloom_intersect_bits(dst, src, from, to);
-		else
-			amq_bloom_union_bits(dst, src, from, to);
+		amq_bloom_merge_bits(dst, src, from, to, intersect);
 	}
-	if (intersect)
-		amq_bloom_intersect_finish(dst, src);
-	else
-		amq_bloom_union_finish(dst, src);
+	amq_bloom_merge_finish(dst, src, intersect);
 }
 
 /* The layout code for a layout name given in SQL. */

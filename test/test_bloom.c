@@ -430,8 +430,8 @@ test_union(void)
 		add_keys(&b, 22, 10000, FAMILY_A);
 
 		CHECK_STATUS(amq_bloom_compatible(&a.view, &b.view), AMQ_OK);
-		amq_bloom_union_bits(&a.view, &b.view, 0, amq_bloom_bits_bytes(&a.view));
-		amq_bloom_union_finish(&a.view, &b.view);
+		amq_bloom_merge_bits(&a.view, &b.view, 0, amq_bloom_bits_bytes(&a.view), false);
+		amq_bloom_merge_finish(&a.view, &b.view, false);
 		CHECK(count_present(&a, 11, 10000) == 10000);
 		CHECK(count_present(&a, 22, 10000) == 10000);
 		CHECK(a.view.inserted == 20000);
@@ -467,8 +467,8 @@ test_union_family_binding(void)
 	/* a is unbound: merges with b in either direction */
 	CHECK_STATUS(amq_bloom_compatible(&a.view, &b.view), AMQ_OK);
 	CHECK_STATUS(amq_bloom_compatible(&b.view, &a.view), AMQ_OK);
-	amq_bloom_union_bits(&a.view, &b.view, 0, amq_bloom_bits_bytes(&a.view));
-	amq_bloom_union_finish(&a.view, &b.view);
+	amq_bloom_merge_bits(&a.view, &b.view, 0, amq_bloom_bits_bytes(&a.view), false);
+	amq_bloom_merge_finish(&a.view, &b.view, false);
 	CHECK(a.view.family == FAMILY_B);
 	CHECK(a.view.inserted == 100);
 
@@ -480,7 +480,7 @@ test_union_family_binding(void)
 	poke_u64(c.buf + 48, UINT64_MAX - 5);
 	CHECK_STATUS(amq_bloom_open(c.buf, c.len, &c.view), AMQ_OK);
 	CHECK_STATUS(amq_bloom_open(b.buf, b.len, &b.view), AMQ_OK);
-	amq_bloom_union_finish(&c.view, &b.view);
+	amq_bloom_merge_finish(&c.view, &b.view, false);
 	CHECK(c.view.inserted == UINT64_MAX);
 	CHECK(peek_u64(c.buf + 48) == UINT64_MAX);
 	amq_bloom_add(&c.view, 42, FAMILY_A);
@@ -576,8 +576,8 @@ test_intersect(void)
 		add_keys(&b, 300, 5000, FAMILY_A);	/* b only */
 
 		CHECK_STATUS(amq_bloom_compatible(&a.view, &b.view), AMQ_OK);
-		amq_bloom_intersect_bits(&a.view, &b.view, 0, amq_bloom_bits_bytes(&a.view));
-		amq_bloom_intersect_finish(&a.view, &b.view);
+		amq_bloom_merge_bits(&a.view, &b.view, 0, amq_bloom_bits_bytes(&a.view), true);
+		amq_bloom_merge_finish(&a.view, &b.view, true);
 		CHECK(count_present(&a, 100, 5000) == 5000);
 		CHECK(a.view.inserted == 10000);
 		CHECK(peek_u64(a.buf + 48) == 10000);
@@ -615,23 +615,23 @@ test_union_slices(void)
 		add_keys(&b, 8, 20000, FAMILY_A);
 		nbytes = amq_bloom_bits_bytes(&a1.view);
 
-		amq_bloom_union_bits(&a1.view, &b.view, 0, nbytes);
-		amq_bloom_union_finish(&a1.view, &b.view);
+		amq_bloom_merge_bits(&a1.view, &b.view, 0, nbytes, false);
+		amq_bloom_merge_finish(&a1.view, &b.view, false);
 
 		for (from = 0; from < nbytes; from += 4093)
-			amq_bloom_union_bits(&a2.view, &b.view, from,
-								 from + 4093 < nbytes ? from + 4093 : nbytes);
-		amq_bloom_union_finish(&a2.view, &b.view);
+			amq_bloom_merge_bits(&a2.view, &b.view, from,
+								 from + 4093 < nbytes ? from + 4093 : nbytes, false);
+		amq_bloom_merge_finish(&a2.view, &b.view, false);
 		CHECK(a1.len == a2.len && memcmp(a1.buf, a2.buf, a1.len) == 0);
 
 		/* the same for intersection, with 1-byte and unaligned slices */
 		add_keys(&b, 9, 1000, FAMILY_A);
-		amq_bloom_intersect_bits(&a1.view, &b.view, 0, nbytes);
-		amq_bloom_intersect_finish(&a1.view, &b.view);
-		amq_bloom_intersect_bits(&a2.view, &b.view, 0, 1);
-		amq_bloom_intersect_bits(&a2.view, &b.view, 1, 13);
-		amq_bloom_intersect_bits(&a2.view, &b.view, 13, nbytes);
-		amq_bloom_intersect_finish(&a2.view, &b.view);
+		amq_bloom_merge_bits(&a1.view, &b.view, 0, nbytes, true);
+		amq_bloom_merge_finish(&a1.view, &b.view, true);
+		amq_bloom_merge_bits(&a2.view, &b.view, 0, 1, true);
+		amq_bloom_merge_bits(&a2.view, &b.view, 1, 13, true);
+		amq_bloom_merge_bits(&a2.view, &b.view, 13, nbytes, true);
+		amq_bloom_merge_finish(&a2.view, &b.view, true);
 		CHECK(memcmp(a1.buf, a2.buf, a1.len) == 0);
 
 		filter_free(&a1);
@@ -1027,8 +1027,8 @@ test_determinism(void)
 		for (i = 0; i < N; i++)
 			amq_bloom_add(i % 3 == 0 ? &half1.view : &half2.view, keys[i], FAMILY_A);
 		CHECK_STATUS(amq_bloom_compatible(&half2.view, &half1.view), AMQ_OK);
-		amq_bloom_union_bits(&half2.view, &half1.view, 0, amq_bloom_bits_bytes(&half2.view));
-		amq_bloom_union_finish(&half2.view, &half1.view);
+		amq_bloom_merge_bits(&half2.view, &half1.view, 0, amq_bloom_bits_bytes(&half2.view), false);
+		amq_bloom_merge_finish(&half2.view, &half1.view, false);
 
 		CHECK(memcmp(fwd.buf, rev.buf, fwd.len) == 0);
 		CHECK(memcmp(fwd.buf, shuf.buf, fwd.len) == 0);

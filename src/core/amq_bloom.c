@@ -814,9 +814,9 @@ clamp_range(const amq_bloom_view *view, size_t *from, size_t *to)
 }
 
 /* ORs (or, intersecting, ANDs) src's bytes [from, to) into dst's, a word at a time. */
-static void
-merge_bits(amq_bloom_view *dst, const amq_bloom_view *src,
-		   size_t from, size_t to, bool intersect)
+void
+amq_bloom_merge_bits(amq_bloom_view *dst, const amq_bloom_view *src,
+					 size_t from, size_t to, bool intersect)
 {
 	uint8_t    *d = dst->bits;
 	const uint8_t *s = src->bits;
@@ -840,40 +840,19 @@ merge_bits(amq_bloom_view *dst, const amq_bloom_view *src,
 	}
 }
 
-void
-amq_bloom_union_bits(amq_bloom_view *dst, const amq_bloom_view *src,
-					 size_t from, size_t to)
-{
-	merge_bits(dst, src, from, to, false);
-}
-
-/* After all union slices: bind the family, add the counts. */
-void
-amq_bloom_union_finish(amq_bloom_view *dst, const amq_bloom_view *src)
-{
-	if (dst->family == 0)
-		dst->family = src->family;
-	dst->inserted = add_saturating(dst->inserted, src->inserted);
-	sync_header(dst);
-}
-
-void
-amq_bloom_intersect_bits(amq_bloom_view *dst, const amq_bloom_view *src,
-						 size_t from, size_t to)
-{
-	merge_bits(dst, src, from, to, true);
-}
-
 /*
- * After all intersection slices: bind the family; the smaller count is an
- * upper bound on the keys both sides saw.
+ * After all slices: bind the family; a union adds the counts, an
+ * intersection keeps the smaller, an upper bound on the keys both sides saw.
  */
 void
-amq_bloom_intersect_finish(amq_bloom_view *dst, const amq_bloom_view *src)
+amq_bloom_merge_finish(amq_bloom_view *dst, const amq_bloom_view *src,
+					   bool intersect)
 {
 	if (dst->family == 0)
 		dst->family = src->family;
-	if (src->inserted < dst->inserted)
+	if (!intersect)
+		dst->inserted = add_saturating(dst->inserted, src->inserted);
+	else if (src->inserted < dst->inserted)
 		dst->inserted = src->inserted;
 	sync_header(dst);
 }

@@ -145,18 +145,17 @@ extern amq_status amq_bloom_compatible(const amq_bloom_view *dst,
 									   const amq_bloom_view *src);
 
 /*
- * Merging, for compatible non-empty filters.  The byte-range functions OR or
- * AND bits [from, to) of src's bit array into dst's, so that callers can
- * process a large filter in slices; the finish functions update the header
- * (family, count) once all slices are done.  Union count is the saturating
- * sum; intersection count is the smaller count, an upper bound.
+ * Merging, for compatible non-empty filters: union (OR), or intersection
+ * (AND) when intersect is set.  amq_bloom_merge_bits merges bits [from, to)
+ * of src's bit array into dst's, so that callers can process a large filter
+ * in slices; amq_bloom_merge_finish updates the header (family, count) once
+ * all slices are done.  Union count is the saturating sum; intersection
+ * count is the smaller count, an upper bound.
  */
-extern void amq_bloom_union_bits(amq_bloom_view *dst, const amq_bloom_view *src,
-								 size_t from, size_t to);
-extern void amq_bloom_union_finish(amq_bloom_view *dst, const amq_bloom_view *src);
-extern void amq_bloom_intersect_bits(amq_bloom_view *dst, const amq_bloom_view *src,
-									 size_t from, size_t to);
-extern void amq_bloom_intersect_finish(amq_bloom_view *dst, const amq_bloom_view *src);
+extern void amq_bloom_merge_bits(amq_bloom_view *dst, const amq_bloom_view *src,
+								 size_t from, size_t to, bool intersect);
+extern void amq_bloom_merge_finish(amq_bloom_view *dst, const amq_bloom_view *src,
+								   bool intersect);
 
 /*
  * Statistics over a filter.  amq_bloom_stats_accumulate() scans the bytes

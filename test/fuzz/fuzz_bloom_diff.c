@@ -80,10 +80,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					FUZZ_CHECK(memcmp(b + AMQ_BLOOM_HEADER_SIZE,
 									  buf + AMQ_BLOOM_HEADER_SIZE, nbytes) == 0);
 					FUZZ_CHECK(amq_bloom_compatible(&v, &vb) == AMQ_OK);
-					amq_bloom_union_bits(&vb, &v, 0, nbytes);
-					amq_bloom_union_finish(&vb, &v);
-					amq_bloom_intersect_bits(&vb, &v, 0, nbytes);
-					amq_bloom_intersect_finish(&vb, &v);
+					amq_bloom_merge_bits(&vb, &v, 0, nbytes, false);
+					amq_bloom_merge_finish(&vb, &v, false);
+					amq_bloom_merge_bits(&vb, &v, 0, nbytes, true);
+					amq_bloom_merge_finish(&vb, &v, true);
 					FUZZ_CHECK(memcmp(b + AMQ_BLOOM_HEADER_SIZE,
 									  buf + AMQ_BLOOM_HEADER_SIZE, nbytes) == 0);
 					FUZZ_CHECK(amq_bloom_open(b, params.bytes, &vb) == AMQ_OK);

@@ -18,7 +18,7 @@
  *	  geometry and a bound family; add_many on another copy gives the very
  *	  same bytes;
  *	- union and intersection of the value with itself: compatible is OK,
- *	  union_bits/finish and intersect_bits/finish over the whole range in
+ *	  amq_bloom_merge_bits/finish (union and intersection) over the whole range in
  *	  slices leave the bits unchanged, the result validates, and the counts
  *	  are the saturating sum / the minimum.
  *
@@ -83,15 +83,9 @@ check_self_merge(const uint8_t *orig, size_t size, const amq_bloom_view *src,
 	{
 		size_t		to = from + step < nbytes ? from + step : nbytes;
 
-		if (intersect)
-			amq_bloom_intersect_bits(&dst, src, from, to);
-		else
-			amq_bloom_union_bits(&dst, src, from, to);
+		amq_bloom_merge_bits(&dst, src, from, to, intersect);
 	}
-	if (intersect)
-		amq_bloom_intersect_finish(&dst, src);
-	else
-		amq_bloom_union_finish(&dst, src);
+	amq_bloom_merge_finish(&dst, src, intersect);
 
 	/* the bits are unchanged, the header differs only in the count */
 	FUZZ_CHECK(memcmp(buf + AMQ_BLOOM_HEADER_SIZE, orig + AMQ_BLOOM_HEADER_SIZE,
