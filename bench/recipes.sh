@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# bench/recipes.sh: what each recipe of the README costs next to the plain query
+# it stands in for, measured in one run on one machine.
+#
+#   sudo bash bench/recipes.sh
+#
+# Builds and installs the extension (unless AMQ_BENCH_SKIP_BUILD=1), starts a
+# throwaway PostgreSQL 15 cluster (one core per query, JIT off, work_mem at its
+# default of 4 MB, statement_timeout 60 s: a query that would run longer is
+# reported as a timeout, never waited for) and measures, with the README's SQL:
+#
+#   semi-join   t.id IN (SELECT id FROM small), plain vs pre-filtered
+#   inner join  t JOIN small USING (id), plain vs pre-filtered
+#   anti-join   NOT EXISTS (...), plain vs the README recipe, with and without an
+#               index on small(id)
+#   guard       one probe of a stored filter of every key (p = 0.1%) vs the
+#               primary-key lookup it protects
+#   partitions  one lookup of a key that is not the partition key: the filter table
+#               alone, and find_order() (filters, then only the partitions that may
+#               hold the key), vs the plain query over all partitions' indexes
+#   trigger     one-row INSERT into a table whose key filter is kept by the
+#               README's statement trigger vs the same INSERT without it: time and
+#               WAL bytes
+#
+# t has $AMQ_RECIPE_ROWS int8 rows (default 10M), small a tenth of them; the guard
+# filter covers t; the partitioned table has $AMQ_RECIPE_PARTS partitions of
+# $AMQ_RECIPE_PART_ROWS rows (default 20 x 500k).  Each time is the median of RUNS
+# (default 3) runs of EXPLAIN (ANALYZE, TIMING OFF)'s "Execution Time" after one
+# warm-up run.  Writes bench/RECIPES.md; the README quotes it.
+set -euo pipefail
+
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../test/lib.sh"
+
+RUNS=${RUNS:-3}
+ROWS=${AMQ_RECIPE_ROWS:-10000000}
+PARTS=${AMQ_RECIPE_PARTS:-20}
+PART_ROWS=${AMQ_RECIPE_PART_ROWS:-500000}
+TIMEOUT_S=60
+RESULTS_FILE=$AMQ_ROOT/bench/RECIPES.md
+ROWS_OUT=()
+
+for v in ROWS PARTS PART_ROWS; do
+	[[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -ge 2 ] || die "$v must be a whole number >= 2"
+done
+
+# time_ms SQL: median execution time in ms, or "timeout" when SQL ran past the
+# statement_timeout.
+time_ms() {
+	local sql=$1 i out
+	if ! out=$(run_psql -At -c "EXPLAIN (ANALYZE, TIMING OFF) $sql" 2>&1); then
+		grep -q 'statement timeout' <<<"$out" || die "failed: $sql: $out"
+		echo timeout
+		return
+	fi
+	for ((i = 0; i < RUNS; i++)); do
+		exec_ms "$sql"
+	done | median_fine
+}
+
+# median_fine: the median of the numbers on standard input, to 0.001 ms (index
+# lookups take hundredths of a millisecond).
+median_fine() {
+	sort -g | awk '{ t[NR] = $1 }
+		END { printf "%.3f\n", (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2 }'
+}
+
+# row NAME RECIPE_SQL PLAIN_SQL: time both and record a row of the results.
+row() {
+	local name=$1 recipe=$2 plain=$3 r p ratio
+	r=$(time_ms "$recipe")
+	p=$(time_ms "$plain")
+	if [ "$r" = timeout ] || [ "$p" = timeout ]; then
+		ratio="n/a"
+		[ "$r" = timeout ] && r="> $((TIMEOUT_S * 1000)) (timeout)"
+		[ "$p" = timeout ] && p="> $((TIMEOUT_S * 1000)) (timeout)"
+	else
+		ratio=$(awk -v a="$r" -v b="$p" 'BEGIN { printf "%.2f", a / b }')
+	fi
+	printf '%-34s recipe %14s ms   plain %14s ms   ratio %s\n' "$name" "$r" "$p" "$ratio"
+	ROWS_OUT+=("| $name | \`$recipe\` | $r | \`$plain\` | $p | $ratio |")
+}
+
+load() {
+	log "recipes: loading t ($ROWS rows), small ($((ROWS / 10))), users, orders ($PARTS x $PART_ROWS)"
+	run_psql -q >/dev/null <<-SQL
+		CREATE EXTENSION amqfilter;
+		CREATE TABLE t AS SELECT g::int8 AS id FROM generate_series(1, $ROWS) g;
+		-- small: every 10th id of t, so 10% of t matches
+		CREATE TABLE small AS SELECT id FROM t WHERE id % 10 = 0;
+		CREATE TABLE small_indexed AS SELECT id FROM small;
+		CREATE UNIQUE INDEX ON small_indexed (id);
+		CREATE TABLE users (id int8 PRIMARY KEY, name text);
+		INSERT INTO users SELECT id, 'u' || id FROM t;
+		CREATE TABLE key_guard (name text PRIMARY KEY, f bloom NOT NULL);
+		INSERT INTO key_guard SELECT 'users', bloom_agg(id, $ROWS, 0.001) FROM users;
+
+		CREATE TABLE orders (order_id int8 NOT NULL, month int NOT NULL) PARTITION BY LIST (month);
+		SELECT format('CREATE TABLE orders_%s PARTITION OF orders FOR VALUES IN (%s)', m, m)
+		  FROM generate_series(1, $PARTS) m \gexec
+		-- order ids are scattered over the months, as ids are in time-partitioned tables
+		INSERT INTO orders
+		SELECT g, 1 + (hashint8(g) & 2147483647) % $PARTS FROM generate_series(1, $PARTS * $PART_ROWS) g;
+		CREATE INDEX ON orders (order_id);
+		CREATE TABLE partition_filters (part regclass PRIMARY KEY, f bloom NOT NULL);
+		SELECT format('INSERT INTO partition_filters SELECT %L::regclass, bloom_agg(order_id, %s, 0.001) FROM orders_%s',
+		              'orders_' || m, $PART_ROWS * 2, m)
+		  FROM generate_series(1, $PARTS) m \gexec
+		CREATE FUNCTION find_order(k bigint) RETURNS SETOF orders
+		LANGUAGE plpgsql STABLE AS \$\$
+		DECLARE
+		  p regclass;
+		BEGIN
+		  FOR p IN SELECT part FROM partition_filters WHERE f @> k LOOP
+		    RETURN QUERY EXECUTE format('SELECT * FROM %s WHERE order_id = \$1', p) USING k;
+		  END LOOP;
+		END \$\$;
+		VACUUM ANALYZE;
+	SQL
+}
+
+bench_joins() {
+	local f="(SELECT bloom_agg(id, $((ROWS / 10)), 0.01) FROM small)"
+	log "recipes: joins (filter of small at p = 1%)"
+	row "semi-join" \
+		"SELECT count(*) FROM t WHERE $f @> t.id AND t.id IN (SELECT id FROM small)" \
+		"SELECT count(*) FROM t WHERE t.id IN (SELECT id FROM small)"
+	row "inner join" \
+		"SELECT count(*) FROM t JOIN small s USING (id) WHERE $f @> t.id" \
+		"SELECT count(*) FROM t JOIN small s USING (id)"
+	row "anti-join, small(id) indexed" \
+		"SELECT count(*) FROM t WHERE NOT ((SELECT bloom_agg(id, $((ROWS / 10)), 0.01) FROM small_indexed) @> t.id) OR NOT EXISTS (SELECT 1 FROM small_indexed s WHERE s.id = t.id)" \
+		"SELECT count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM small_indexed s WHERE s.id = t.id)"
+	row "anti-join, no index" \
+		"SELECT count(*) FROM t WHERE NOT ($f @> t.id) OR NOT EXISTS (SELECT 1 FROM small s WHERE s.id = t.id)" \
+		"SELECT count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM small s WHERE s.id = t.id)"
+}
+
+bench_lookups() {
+	local key=$((ROWS / 2 + 7)) okey=$((PARTS * PART_ROWS / 2 + 3))
+	log "recipes: one-key lookups"
+	row "guard: one probe" \
+		"SELECT f @> $key::bigint FROM key_guard WHERE name = 'users'" \
+		"SELECT 1 FROM users WHERE id = $key"
+	row "guard: one probe, absent key" \
+		"SELECT f @> $((ROWS * 3))::bigint FROM key_guard WHERE name = 'users'" \
+		"SELECT 1 FROM users WHERE id = $((ROWS * 3))"
+	row "partitions: which may hold the key" \
+		"SELECT part FROM partition_filters WHERE f @> $okey::bigint" \
+		"SELECT * FROM orders WHERE order_id = $okey"
+	row "partitions: find_order()" \
+		"SELECT * FROM find_order($okey)" \
+		"SELECT * FROM orders WHERE order_id = $okey"
+}
+
+# One-row INSERT with and without the README's statement trigger that unions the
+# new keys into the guard filter: time and WAL.
+bench_trigger() {
+	local with without wal_with wal_without lsn
+	log "recipes: trigger-maintained filter"
+	run_psql -q >/dev/null <<-SQL
+		CREATE TABLE users_plain (id int8 PRIMARY KEY, name text);
+		CREATE FUNCTION key_guard_add() RETURNS trigger LANGUAGE plpgsql AS \$\$
+		BEGIN
+		  UPDATE key_guard
+		     SET f = f | (SELECT bloom_agg(id, $ROWS, 0.001) FROM new_rows)
+		   WHERE name = 'users';
+		  RETURN NULL;
+		END \$\$;
+		CREATE TRIGGER users_key_guard AFTER INSERT ON users
+		  REFERENCING NEW TABLE AS new_rows
+		  FOR EACH STATEMENT EXECUTE FUNCTION key_guard_add();
+	SQL
+	with=$(for ((i = 1; i <= RUNS; i++)); do
+		exec_ms "INSERT INTO users VALUES ($ROWS + $i, 'new')"
+	done | median_fine)
+	without=$(for ((i = 1; i <= RUNS; i++)); do
+		exec_ms "INSERT INTO users_plain VALUES ($ROWS + $i, 'new')"
+	done | median_fine)
+	lsn=$(run_psql -At -c "SELECT pg_current_wal_insert_lsn()")
+	run_psql -q -c "INSERT INTO users VALUES ($ROWS + 100, 'new')"
+	wal_with=$(run_psql -At -c "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn')")
+	lsn=$(run_psql -At -c "SELECT pg_current_wal_insert_lsn()")
+	run_psql -q -c "INSERT INTO users_plain VALUES ($ROWS + 100, 'new')"
+	wal_without=$(run_psql -At -c "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn')")
+	printf '%-34s recipe %14s ms   plain %14s ms   WAL %s vs %s bytes\n' \
+		"trigger: one-row INSERT" "$with" "$without" "$wal_with" "$wal_without"
+	ROWS_OUT+=("| trigger: one-row INSERT (WAL: $wal_with bytes vs $wal_without) | \`INSERT INTO users VALUES (...)\` with the trigger | $with | the same INSERT without it | $without | $(awk -v a="$with" -v b="$without" 'BEGIN { printf "%.0f", a / b }') |")
+}
+
+write_results() {
+	{
+		echo "# What the README's recipes cost"
+		echo
+		echo "Generated by \`sudo bash bench/recipes.sh\`; do not edit by hand."
+		echo
+		echo "- CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1) (nproc: $(nproc))"
+		echo "- PostgreSQL: $(run_psql -At -c 'SELECT version()' 2>/dev/null || echo 15)"
+		echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+		if git -C "$AMQ_ROOT" rev-parse --short HEAD >/dev/null 2>&1; then
+			echo "- Commit: $(git -C "$AMQ_ROOT" rev-parse --short HEAD)"
+		fi
+		echo
+		echo "One core per query (max_parallel_workers_per_gather = 0), JIT off, work_mem"
+		echo "4 MB (the default), statement_timeout $TIMEOUT_S s. t has $ROWS int8 rows, small every"
+		echo "10th of them (10% of t matches), users the same ids with a primary key and"
+		echo "the guard filter of them (p = 0.1%), orders $PARTS list partitions of about"
+		echo "$PART_ROWS rows with an index on order_id and one filter per partition"
+		echo "(p = 0.1%). Times are the median of $RUNS runs of EXPLAIN (ANALYZE, TIMING"
+		echo "OFF)'s \"Execution Time\" in ms, after a warm-up run; the ratio is recipe /"
+		echo "plain (below 1: the recipe pays)."
+		echo
+		echo "| recipe | query | ms | plain query | ms | ratio |"
+		echo "|---|---|---:|---|---:|---:|"
+		printf '%s\n' "${ROWS_OUT[@]}"
+	} >"$RESULTS_FILE"
+}
+
+main() {
+	local start=$SECONDS
+	if [ "${AMQ_BENCH_SKIP_BUILD:-0}" = 1 ]; then
+		log "build: skipped (AMQ_BENCH_SKIP_BUILD=1), using the installed extension"
+	else
+		ensure_packages
+		build_and_install
+	fi
+	start_cluster "max_parallel_workers_per_gather = 0" "jit = off" \
+		"shared_buffers = '2GB'" "work_mem = '4MB'" "statement_timeout = '${TIMEOUT_S}s'"
+	load
+	bench_joins
+	bench_lookups
+	bench_trigger
+	write_results
+	stop_cluster
+	echo
+	cat "$RESULTS_FILE"
+	echo "recipes: done in $((SECONDS - start))s; results written to ${RESULTS_FILE#"$AMQ_ROOT"/}"
+}
+
+main "$@"
