@@ -215,7 +215,8 @@ cuckoo_union(PG_FUNCTION_ARGS)
 	if (status != AMQ_OK)
 		amq_report_cuckoo_mismatch(status, &a, &b);
 
-	amq_cuckoo_buffer_copy(&buf, CurrentMemoryContext, &a, b.bytes);
+	/* the merge asks for room when it appends a table, if it does */
+	amq_cuckoo_buffer_copy(&buf, CurrentMemoryContext, &a, 0);
 	amq_cuckoo_buffer_merge(&buf, &b);
 	PG_RETURN_POINTER(amq_cuckoo_buffer_finish(&buf));
 }
@@ -232,20 +233,21 @@ cuckoo_info(PG_FUNCTION_ARGS)
 	amq_cuckoo_view view;
 	amq_cuckoo_stats_acc acc;
 	amq_cuckoo_stats stats;
+	amq_cuckoo_table table;
+	bool		more;
 	uint64		buckets = 0;
-	uint32		t;
 	Datum		values[11];
 	bool		nulls[11] = {false};
 
 	amq_cuckoo_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
 
+	/* one pass over the tables, however many there are */
 	amq_cuckoo_stats_begin(&acc);
-	for (t = 0; t < view.tables; t++)
+	for (more = amq_cuckoo_table_first(&view, &table); more;
+		 more = amq_cuckoo_table_next(&view, &table))
 	{
-		amq_cuckoo_table table;
 		uint64		from;
 
-		amq_cuckoo_table_at(&view, t, &table);
 		for (from = 0; from < table.buckets; from += STATS_SLICE_BUCKETS)
 		{
 			CHECK_FOR_INTERRUPTS();

@@ -22,8 +22,12 @@
 
 #include "cuckoo_type.h"
 
-/* Source buckets merged between interrupt checks. */
-#define MERGE_STEP_BUCKETS	(256 * 1024)
+/*
+ * Work units (about a bucket read or a table tried each: see
+ * amq_cuckoo_merge_step) between interrupt checks in a merge: a few
+ * milliseconds.
+ */
+#define MERGE_STEP_WORK		(256 * 1024)
 
 /*
  * amq_cuckoo_format and cuckoo_in, cuckoo_out, cuckoo_recv, cuckoo_send, cuckoo_to_bytea,
@@ -153,23 +157,31 @@ amq_cuckoo_buffer_add_many(AmqCuckooBuffer *buf, const uint64 *hashes,
 /*
  * Merges src into the buffer's filter; both non-empty; filters of different
  * geometry or element type are an error.  The merge proceeds in steps with
- * interrupt checks in between.
+ * interrupt checks in between, and the core asks for room
+ * (reserve_for_core) only when it appends a table, so the buffer grows to
+ * what the result needs, not to the sum of both sizes.
  */
 void
 amq_cuckoo_buffer_merge(AmqCuckooBuffer *buf, const amq_cuckoo_view *src)
 {
 	amq_cuckoo_merge *m;
 	amq_status	status;
+	bool		done = false;
 
-	/* the merge may need the sum of both sizes */
-	check_size(sum_saturating(buf->view.bytes, src->bytes));
-	reserve(buf, buf->view.bytes + src->bytes);
 	m = palloc(sizeof(amq_cuckoo_merge));
-	status = amq_cuckoo_merge_begin(m, &buf->view, src);
+	status = amq_cuckoo_merge_begin(m, &buf->view, src, reserve_for_core, buf);
 	if (status != AMQ_OK)
 		amq_report_cuckoo_mismatch(status, &buf->view, src);
-	while (!amq_cuckoo_merge_step(m, &buf->view, src, MERGE_STEP_BUCKETS))
+	while (!done)
+	{
 		CHECK_FOR_INTERRUPTS();
+		status = amq_cuckoo_merge_step(m, &buf->view, src, MERGE_STEP_WORK,
+									   &done);
+		if (status == AMQ_ERR_TOO_LARGE)
+			check_size(m->need);
+		if (status != AMQ_OK)
+			elog(ERROR, "cuckoo filter merge failed: %s", amq_status_text(status));
+	}
 	pfree(m);
 }
 
@@ -197,8 +209,8 @@ amq_report_cuckoo_mismatch(amq_status status, const amq_cuckoo_view *a,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("cannot combine cuckoo filters built from values of different types"),
 				 errdetail("The filters hash their values with different hash operator families.")));
-	amq_cuckoo_table_at(a, 0, &ta);
-	amq_cuckoo_table_at(b, 0, &tb);
+	amq_cuckoo_table_first(a, &ta);
+	amq_cuckoo_table_first(b, &tb);
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_EXCEPTION),
 			 errmsg("cannot combine cuckoo filters of different geometry"),

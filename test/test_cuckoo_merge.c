@@ -40,40 +40,60 @@
  */
 
 /*
- * Merges src into a copy of dst in a buffer of dst + src bytes, max_buckets
- * source buckets per step, checking that dst is valid after every step.
- * Returns false (out untouched) if merge_begin refused with the status
- * *begin (when begin is not NULL).
+ * The merge's reserve function (ctx a cf): checks that the filter asking is
+ * valid and asks for more than it has but never more than both inputs
+ * together, then moves it to a fresh buffer of exactly that size (cf_move),
+ * so that whatever the merge appends must fit what it asked for.  With
+ * refuse set it returns NULL instead, as a caller at its size limit does.
+ */
+static size_t merge_sum;		/* dst + src bytes of the merge running */
+static bool merge_refuse;		/* reserve says no */
+static int	merge_reserves;		/* calls of merge_reserve */
+
+static uint8_t *
+merge_reserve(void *ctx, size_t need)
+{
+	cf		   *f = ctx;
+
+	merge_reserves++;
+	cf_valid(f);
+	CHECK(need > f->v.bytes && need <= merge_sum);
+	if (merge_refuse)
+		return NULL;
+	return cf_move(f, need) ? f->buf : NULL;
+}
+
+/*
+ * Merges src into a copy of dst, max_work units per step, checking that dst
+ * is valid after every step and that a step stops within one bucket's work
+ * of its budget.  Returns false (out untouched) if merge_begin refused with
+ * the status *begin (when begin is not NULL).  *work, if not NULL, is the
+ * merge's total work count.
  */
 static bool
-cf_merge(cf *out, const cf *dst, const cf *src, uint64_t max_buckets,
-		 amq_status *begin)
+cf_merge_work(cf *out, const cf *dst, const cf *src, uint64_t max_work,
+			  amq_status *begin, uint64_t *work)
 {
-	amq_cuckoo_merge m;
-	size_t		room = dst->v.bytes + src->v.bytes;
-	uint64_t	src_buckets = 0;
+	amq_cuckoo_merge *m = xmalloc(sizeof(amq_cuckoo_merge));
+	uint64_t	src_buckets = (src->v.slots - src->v.tables) / 4;
+	/* one bucket: four fingerprints and the victim, each tried in a window,
+	 * an eviction walk written and undone, a spill table appended */
+	uint64_t	per_bucket = 5 * (AMQ_CUCKOO_MERGE_WINDOW + 2 * (AMQ_CUCKOO_MAX_KICKS + 2) + 1) +
+		1 + src_buckets;
 	uint64_t	steps = 0,
 				max_steps;
-	uint32_t	t;
 	amq_status	st;
 	bool		done = false;
 
-	for (t = 0; t < src->v.tables; t++)
-	{
-		amq_cuckoo_table tb;
-
-		amq_cuckoo_table_at(&src->v, t, &tb);
-		src_buckets += tb.buckets;
-	}
-	max_steps = src_buckets / max_buckets + 2 * src->v.tables + 10;
-
 	memset(out, 0, sizeof(*out));
-	out->buf = xmalloc(room);
-	memset(out->buf, 0xA5, room);
+	out->buf = xmalloc(dst->v.bytes);
+	out->len = dst->v.bytes;
 	memcpy(out->buf, dst->buf, dst->v.bytes);
 	st = amq_cuckoo_open(out->buf, dst->v.bytes, &out->v);
 	CHECK_STATUS(st, AMQ_OK);
-	st = amq_cuckoo_merge_begin(&m, &out->v, &src->v);
+	merge_sum = dst->v.bytes + src->v.bytes;
+	merge_refuse = false;
+	st = amq_cuckoo_merge_begin(m, &out->v, &src->v, merge_reserve, out);
 	if (begin)
 		*begin = st;
 	if (st != AMQ_OK)
@@ -81,14 +101,23 @@ cf_merge(cf *out, const cf *dst, const cf *src, uint64_t max_buckets,
 		if (!begin)
 			CHECK_STATUS(st, AMQ_OK);
 		cf_free(out);
+		free(m);
 		return false;
 	}
+	/* linear in both filters (see test_merge_work_linear) */
+	max_steps = (2 * (uint64_t) (dst->v.tables + src->v.tables) + 2 * src_buckets +
+				 src->v.slots * (AMQ_CUCKOO_MERGE_WINDOW + 2 * AMQ_CUCKOO_MAX_KICKS + 8)) /
+		(max_work ? max_work : 1) + 2;
 	while (!done)
 	{
 		amq_cuckoo_view chk;
+		uint64_t	before = m->work;
 
-		done = amq_cuckoo_merge_step(&m, &out->v, &src->v, max_buckets);
-		CHECK(out->v.bytes <= room);
+		st = amq_cuckoo_merge_step(m, &out->v, &src->v, max_work, &done);
+		CHECK_STATUS(st, AMQ_OK);
+		if (max_work < UINT64_MAX - per_bucket)
+			CHECK(m->work - before <= (max_work ? max_work : 1) + per_bucket);
+		CHECK(out->v.bytes <= out->len);
 		st = amq_cuckoo_open(out->buf, out->v.bytes, &chk);
 		if (st != AMQ_OK)
 		{
@@ -106,10 +135,22 @@ cf_merge(cf *out, const cf *dst, const cf *src, uint64_t max_buckets,
 			break;
 		}
 	}
+	if (work)
+		*work = m->work;
+	free(m);
+	/* the buffer grew only by what the merge asked for, and it used all of it */
+	CHECK(out->v.bytes == out->len);
 	/* re-open on the final length, as the glue would */
 	st = amq_cuckoo_open(out->buf, out->v.bytes, &out->v);
 	CHECK_STATUS(st, AMQ_OK);
 	return true;
+}
+
+static bool
+cf_merge(cf *out, const cf *dst, const cf *src, uint64_t max_work,
+		 amq_status *begin)
+{
+	return cf_merge_work(out, dst, src, max_work, begin, NULL);
 }
 
 /* merge_begin refuses with want (and leaves nothing allocated). */
@@ -423,6 +464,300 @@ test_merge_family(void)
 	cf_free(&e2);
 }
 
+/*
+ * Merges src into a copy of dst with a reserve function that refuses, as a
+ * caller at its size limit does.  Returns the merge's status; *need is the
+ * room it asked for, *reserves how often it asked.  dst's copy stays valid
+ * and, on AMQ_OK, keeps its size.
+ */
+static amq_status
+merge_refused(const cf *dst, const cf *src, size_t *need, int *reserves)
+{
+	amq_cuckoo_merge *m = xmalloc(sizeof(amq_cuckoo_merge));
+	cf			out;
+	amq_status	st;
+	bool		done = false;
+
+	memset(&out, 0, sizeof(out));
+	out.buf = xmalloc(dst->v.bytes);
+	out.len = dst->v.bytes;
+	memcpy(out.buf, dst->buf, dst->v.bytes);
+	CHECK_STATUS(amq_cuckoo_open(out.buf, out.len, &out.v), AMQ_OK);
+	merge_sum = dst->v.bytes + src->v.bytes;
+	merge_refuse = true;
+	merge_reserves = 0;
+	st = amq_cuckoo_merge_begin(m, &out.v, &src->v, merge_reserve, &out);
+	CHECK_STATUS(st, AMQ_OK);
+	while (st == AMQ_OK && !done)
+		st = amq_cuckoo_merge_step(m, &out.v, &src->v, 100, &done);
+	*need = m->need;
+	*reserves = merge_reserves;
+	cf_valid(&out);
+	CHECK(out.v.bytes == dst->v.bytes && out.v.items >= dst->v.items);
+	merge_refuse = false;
+	free(m);
+	cf_free(&out);
+	return st;
+}
+
+/*
+ * A merge asks for room only when it appends a table, and for that table
+ * only: a union that fits in the destination needs no room for the source,
+ * so two filters each over half the size limit can be merged.  When a table
+ * must be appended and the room is refused, the merge stops with
+ * AMQ_ERR_TOO_LARGE, saying how much it needed.
+ */
+static void
+test_merge_reserve(void)
+{
+	cf			a,
+				b,
+				c,
+				g;
+	size_t		need = 0;
+	int			reserves = 0;
+	uint64_t	n70;
+
+	if (!cf_make(&a, 10000, 0.01) || !cf_make(&b, 10000, 0.01) ||
+		!cf_make(&c, 10000, 0.01) || !cf_make(&g, 1000, 0.01))
+		return;
+	n70 = (uint64_t) (0.7 * 4 * (double) a.params.buckets);
+	cf_add_keys(&a, 1, 1000, FAMILY_A);
+	cf_add_keys(&b, 2, 1000, FAMILY_A);
+	cf_add_keys(&c, 3, n70, FAMILY_A);
+	cf_add_keys(&g, 4, 6000, FAMILY_A);
+	CHECK(g.v.tables >= 3);
+
+	/* everything fits in dst's table: no room asked for */
+	CHECK_STATUS(merge_refused(&a, &b, &need, &reserves), AMQ_OK);
+	CHECK(reserves == 0);
+	/* the same with dst unbound and src bound, and with src unbound */
+	{
+		cf			e;
+
+		if (cf_make(&e, 10000, 0.01))
+		{
+			CHECK_STATUS(merge_refused(&e, &a, &need, &reserves), AMQ_OK);
+			CHECK(reserves == 0);
+			CHECK_STATUS(merge_refused(&a, &e, &need, &reserves), AMQ_OK);
+			CHECK(reserves == 0);
+			cf_free(&e);
+		}
+	}
+
+	/* two 70% filters: a spill table of the first table's size is needed */
+	CHECK_STATUS(merge_refused(&c, &c, &need, &reserves), AMQ_ERR_TOO_LARGE);
+	CHECK(reserves == 1);
+	CHECK(need == c.v.bytes + amq_cuckoo_table_bytes(c.params.buckets, c.v.fp_bits));
+
+	/*
+	 * A grown source into a smaller filter: its tables without a match come
+	 * over whole, each after asking for exactly its size.
+	 */
+	{
+		cf			small,
+					u;
+		uint64_t	work;
+
+		if (cf_make(&small, 1000, 0.01))
+		{
+			cf_add_keys(&small, 5, 10, FAMILY_A);
+			CHECK_STATUS(merge_refused(&small, &g, &need, &reserves), AMQ_ERR_TOO_LARGE);
+			CHECK(reserves == 1);
+			CHECK(need > small.v.bytes && need < small.v.bytes + g.v.bytes);
+			/*
+			 * allowed: one reservation per table appended (cf_merge_work
+			 * checks the result is as long as what it asked for)
+			 */
+			merge_reserves = 0;
+			if (cf_merge_work(&u, &small, &g, 50, NULL, &work))
+			{
+				CHECK(merge_reserves == (int) u.v.tables - 1);
+				CHECK(u.v.tables >= g.v.tables);
+				CHECK(u.v.bytes < small.v.bytes + g.v.bytes);
+				CHECK(u.v.items == g.v.items + 10);
+				check_keys(&u, 4, 6000, 1);
+				check_keys(&u, 5, 10, 1);
+				cf_free(&u);
+			}
+			cf_free(&small);
+		}
+	}
+
+	cf_free(&a);
+	cf_free(&b);
+	cf_free(&c);
+	cf_free(&g);
+}
+
+/*
+ * The work of a merge is linear in the filters, whatever their tables: one
+ * value added many times fills table after table of one size (9 copies each,
+ * its bucket pair and the victim), and none of their fingerprints fits in
+ * another such table.  Trying every table of the size for every fingerprint
+ * did items x tables tries (36 million here, 225 million for the 5,000
+ * tables a cuckoo_agg of 45,000 copies builds, with no interrupt check for
+ * seconds); the window does at most AMQ_CUCKOO_MERGE_WINDOW tries per
+ * fingerprint, one failed eviction walk per source table and a spill.
+ * cf_merge_work checks that every step stays within its budget, so the
+ * caller's interrupt checks come at a bounded interval.
+ */
+static void
+test_merge_work_linear(void)
+{
+	const uint32_t tables = 2000;
+	cf			a,
+				u;
+	uint64_t	work = 0;
+	uint64_t	buckets;
+	uint64_t	bound;
+	uint32_t	i;
+
+	if (!cf_make(&a, 1, 0.5))
+		return;
+	for (i = 0; i < 9 * tables; i++)
+		if (!cf_add(&a, 42, FAMILY_A))
+			break;
+	diag("one value 18,000 times: %u tables, %zu bytes", a.v.tables, a.v.bytes);
+	CHECK(a.v.tables > tables - 5 && a.v.tables <= tables + 1);
+	buckets = (a.v.slots - a.v.tables) / 4;
+	/* index and start, read, tries and spill, failed walks, spills zeroed */
+	bound = 2 * (uint64_t) a.v.tables + buckets +
+		a.v.items * (AMQ_CUCKOO_MERGE_WINDOW + 2) +
+		(uint64_t) a.v.tables * 2 * (AMQ_CUCKOO_MAX_KICKS + 2) + buckets;
+	if (cf_merge_work(&u, &a, &a, 1000, NULL, &work))
+	{
+		diag("self-union: %u tables, %llu work units (bound %llu, %llu per fingerprint)",
+			 u.v.tables, (unsigned long long) work, (unsigned long long) bound,
+			 (unsigned long long) (work / a.v.items));
+		CHECK(work <= bound);
+		CHECK(work < a.v.items * a.v.tables / 8);
+		CHECK(u.v.items == 2 * a.v.items);
+		CHECK(u.v.tables == 2 * a.v.tables);
+		CHECK(amq_cuckoo_count(&u.v, 42) == 2 * a.v.items);
+		cf_valid(&u);
+		cf_free(&u);
+	}
+	/* and in small steps: every step within its budget (cf_merge_work) */
+	if (cf_merge_work(&u, &a, &a, 7, NULL, &work))
+	{
+		CHECK(work <= bound);
+		cf_free(&u);
+	}
+	cf_free(&a);
+}
+
+/* FNV-1a of a filter's bytes. */
+static uint64_t
+bytes_fnv(const cf *f)
+{
+	uint64_t	h = UINT64_C(14695981039346656037);
+	size_t		i;
+
+	for (i = 0; i < f->v.bytes; i++)
+	{
+		h ^= f->buf[i];
+		h *= UINT64_C(1099511628211);
+	}
+	return h;
+}
+
+static void
+check_merge_bytes(const char *name, const cf *dst, const cf *src,
+				  uint32_t tables, size_t bytes, uint64_t fnv)
+{
+	cf			u;
+
+	if (!cf_merge(&u, dst, src, 1000, NULL))
+		return;
+	if (u.v.tables != tables || u.v.bytes != bytes || bytes_fnv(&u) != fnv)
+	{
+		diag("%s: %u tables, %zu bytes, FNV-1a %016llx; expected %u, %zu, %016llx",
+			 name, u.v.tables, u.v.bytes, (unsigned long long) bytes_fnv(&u),
+			 tables, bytes, (unsigned long long) fnv);
+		current_failures++;
+	}
+	cf_free(&u);
+}
+
+/*
+ * The bytes of unions, as merges gave them when they tried every table of a
+ * size: where earlier tables of a size have filled, as they do in a chain of
+ * unions (cuckoo_union_agg) or in a filter of many copies of one value, a
+ * window of the newest tables places every fingerprint where trying them all
+ * did.  Pinned, so that a change to where merges put fingerprints shows.
+ */
+static void
+test_merge_bytes_unchanged(void)
+{
+	cf			a,
+				b,
+				c,
+				x[20],
+				u;
+	uint64_t	na;
+	int			i;
+
+	if (!cf_make(&a, 10000, 0.01) || !cf_make(&b, 10000, 0.01))
+		return;
+	na = (uint64_t) (0.7 * 4 * (double) a.params.buckets);
+	cf_add_keys(&a, 11, na, FAMILY_A);
+	cf_add_keys(&b, 22, na, FAMILY_A);
+	check_merge_bytes("disjoint", &a, &b, 2, 26464, UINT64_C(0x8003a07701780a84));
+	check_merge_bytes("self", &a, &a, 2, 26464, UINT64_C(0x8f899bfa869f00e7));
+	cf_free(&a);
+	cf_free(&b);
+
+	if (!cf_make(&a, 1000, 0.01) || !cf_make(&b, 1000, 0.01) ||
+		!cf_make(&c, 1000, 0.01))
+		return;
+	cf_add_keys(&a, 101, 6000, FAMILY_A);
+	cf_add_keys(&b, 102, 2500, FAMILY_A);
+	cf_add_keys(&c, 103, 700, FAMILY_A);
+	check_merge_bytes("grown a|b", &a, &b, 5, 13464, UINT64_C(0x3a02e5e0b7dd4113));
+	check_merge_bytes("grown c|a", &c, &a, 4, 10784, UINT64_C(0xc2f686edf6abdd39));
+	check_merge_bytes("grown a|c", &a, &c, 4, 10784, UINT64_C(0x0c0798377f61075f));
+	check_merge_bytes("grown a|a", &a, &a, 6, 18784, UINT64_C(0xd097d2302e2928cf));
+	cf_free(&a);
+	cf_free(&b);
+	cf_free(&c);
+
+	/* a chain of 20 unions of 70% filters: 15 tables of one size at the end */
+	for (i = 0; i < 20; i++)
+	{
+		if (!cf_make(&x[i], 5000, 0.01))
+			return;
+		cf_add_keys(&x[i], 200 + (uint64_t) i,
+					(uint64_t) (0.7 * 4 * (double) x[i].params.buckets), FAMILY_A);
+	}
+	u = x[0];
+	for (i = 1; i < 20; i++)
+	{
+		cf			next;
+
+		if (!cf_merge(&next, &u, &x[i], 1000, NULL))
+			break;
+		cf_free(&u);
+		u = next;
+		if (i == 5)
+			CHECK(u.v.tables == 5 && bytes_fnv(&u) == UINT64_C(0xe1358d5a816d005f));
+	}
+	CHECK(u.v.tables == 15 && u.v.bytes == 99424 && u.v.items == 73680);
+	CHECK(bytes_fnv(&u) == UINT64_C(0xb862d98624f66d45));
+	cf_free(&u);
+	for (i = 1; i < 20; i++)
+		cf_free(&x[i]);
+
+	/* one value 2,700 times: 301 tables */
+	if (!cf_make(&a, 1, 0.5))
+		return;
+	for (i = 0; i < 9 * 300; i++)
+		cf_add(&a, 42, FAMILY_A);
+	CHECK(a.v.tables == 301 && bytes_fnv(&a) == UINT64_C(0xe99664bbf6e64085));
+	check_merge_bytes("copies self", &a, &a, 602, 33728, UINT64_C(0xf17aa56ef19d1948));
+	cf_free(&a);
+}
+
 /* ----------------------------------------------------------------
  * Statistics.
  * ----------------------------------------------------------------
@@ -505,6 +840,9 @@ static const amq_test tests[] = {
 	{"union with growth tables", test_union_growth},
 	{"merge geometry mismatch", test_merge_geometry_mismatch},
 	{"merge family", test_merge_family},
+	{"merge reserves what the result needs", test_merge_reserve},
+	{"merge work linear", test_merge_work_linear},
+	{"merge bytes unchanged", test_merge_bytes_unchanged},
 	{"stats empty", test_stats_empty},
 	{"stats estimates", test_stats_estimates},
 };

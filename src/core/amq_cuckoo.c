@@ -49,10 +49,10 @@
  * - Merging never loses a fingerprint.  A fingerprint taken from bucket b of
  *	 a table can only go to b or alternate(b) of a table with the same
  *	 bucket count (the value's hash is gone), so merging folds each source
- *	 table into the destination tables of its size; evictions during a fold
- *	 are recorded and undone if the walk fails, and whatever still does not
- *	 fit goes to a new "spill" table of that size, at the bucket it came
- *	 from.  The spill bucket b only ever receives the at most four
+ *	 table into destination tables of its size (the newest few: see
+ *	 "Merging" below); evictions during a fold are recorded and undone if
+ *	 the walk fails, and whatever still does not fit goes to a new "spill"
+ *	 table of that size, at the bucket it came from.  The spill bucket b only ever receives the at most four
  *	 fingerprints of source bucket b (plus the source victim, which takes
  *	 the spill table's victim slot), so the spill always succeeds.
  *
@@ -102,8 +102,6 @@
 
 /* slots of a table: four per bucket plus the victim */
 #define TABLE_SLOTS(buckets)	(4 * (buckets) + 1)
-
-#define NO_TABLE		UINT32_MAX
 
 #define GOLDEN64		UINT64_C(0x9e3779b97f4a7c15)
 
@@ -315,19 +313,36 @@ first_table(const amq_cuckoo_view *view)
 	return view->base + AMQ_CUCKOO_HEADER_SIZE;
 }
 
+bool
+amq_cuckoo_table_first(const amq_cuckoo_view *view, amq_cuckoo_table *table)
+{
+	if (view->tables == 0)
+		return false;
+	table_decode(first_table(view), view->fp_bits, view->base_buckets, table);
+	return true;
+}
+
+bool
+amq_cuckoo_table_next(const amq_cuckoo_view *view, amq_cuckoo_table *table)
+{
+	uint8_t    *p = table->header + table->bytes;
+
+	/* the validator made the tables tile the bytes after the header */
+	if (p >= view->base + view->bytes)
+		return false;
+	table_decode(p, view->fp_bits, view->base_buckets, table);
+	return true;
+}
+
 void
 amq_cuckoo_table_at(const amq_cuckoo_view *view, uint32_t t,
 					amq_cuckoo_table *table)
 {
-	uint8_t    *p = first_table(view);
 	uint32_t	i;
 
-	table_decode(p, view->fp_bits, view->base_buckets, table);
+	amq_cuckoo_table_first(view, table);
 	for (i = 0; i < t; i++)
-	{
-		p += table->bytes;
-		table_decode(p, view->fp_bits, view->base_buckets, table);
-	}
+		amq_cuckoo_table_next(view, table);
 }
 
 uint32_t
@@ -1072,8 +1087,38 @@ amq_cuckoo_count(const amq_cuckoo_view *view, uint64_t hash)
 
 /* ----------------------------------------------------------------
  * Merging.
+ *
+ * A merge runs in steps, each doing about the work it is given, so that the
+ * caller can check for interrupts in between: a unit is one bucket read, one
+ * destination table tried, one slot written by an eviction walk or one table
+ * header decoded, and zeroing or copying a table counts one unit per bucket.
+ * First the destination's tables are indexed by level, once: for each level
+ * the offsets of its last AMQ_CUCKOO_MERGE_WINDOW tables, its window.  Then
+ * each source table in turn comes over whole, when the destination has no
+ * table of its level, or is folded in, fingerprint by fingerprint (fold).
+ *
+ * A fingerprint is tried in the tables of its level's window only, oldest
+ * first, not in every table of its level.  Trying them all costs each
+ * fingerprint a pass over the destination's tables, which made a union of
+ * many filters, or of a filter with thousands of same-size tables (many
+ * copies of one value), quadratic: minutes, and no interrupt check.  With the
+ * window a fingerprint costs at most AMQ_CUCKOO_MERGE_WINDOW tries, one
+ * eviction walk and a write to the spill table.  The tables left out are the
+ * oldest of their level, filled by the merges or insertions that came after
+ * them; where a size has no more tables than the window, which is every
+ * filter that only grew and every union of a few filters, the result is the
+ * one trying every table gives.  No fingerprint is lost either way: every
+ * one lands in a table of its own size at its own bucket pair, which is all
+ * lookups and deletion need (see the file header).
+ *
+ * The spill table is appended when the first fingerprint of a source table
+ * needs it, not before, and the merge asks the caller's reserve function for
+ * the room then, so a merge needs memory for its result only.
  * ----------------------------------------------------------------
  */
+
+/* A table has at most MAX_BUCKETS < 2^31 buckets: its level is below 32. */
+typedef char amq_cuckoo_levels_fit[(MAX_BUCKETS >> (AMQ_CUCKOO_MAX_LEVELS - 1)) == 0 ? 1 : -1];
 
 amq_status
 amq_cuckoo_compatible(const amq_cuckoo_view *dst, const amq_cuckoo_view *src)
@@ -1083,8 +1128,8 @@ amq_cuckoo_compatible(const amq_cuckoo_view *dst, const amq_cuckoo_view *src)
 
 	if (dst->tables == 0 || src->tables == 0)
 		return AMQ_OK;
-	amq_cuckoo_table_at(dst, 0, &a);
-	amq_cuckoo_table_at(src, 0, &b);
+	amq_cuckoo_table_first(dst, &a);
+	amq_cuckoo_table_first(src, &b);
 	if (dst->fp_bits != src->fp_bits || dst->seed != src->seed ||
 		a.buckets != b.buckets)
 		return AMQ_ERR_GEOMETRY_MISMATCH;
@@ -1095,7 +1140,8 @@ amq_cuckoo_compatible(const amq_cuckoo_view *dst, const amq_cuckoo_view *src)
 
 amq_status
 amq_cuckoo_merge_begin(amq_cuckoo_merge *m, const amq_cuckoo_view *dst,
-					   const amq_cuckoo_view *src)
+					   const amq_cuckoo_view *src,
+					   amq_cuckoo_reserve_fn reserve, void *ctx)
 {
 	amq_status	status = amq_cuckoo_compatible(dst, src);
 
@@ -1103,162 +1149,172 @@ amq_cuckoo_merge_begin(amq_cuckoo_merge *m, const amq_cuckoo_view *dst,
 		return status;
 	if (dst->tables == 0 && src->tables != 0)
 		return AMQ_ERR_NO_GEOMETRY;
+	m->reserve = reserve;
+	m->reserve_ctx = ctx;
+	m->work = 0;
+	m->need = 0;
+	m->index_offset = AMQ_CUCKOO_HEADER_SIZE;
+	m->index_left = dst->tables;
+	memset(m->window_len, 0, sizeof(m->window_len));
 	m->src_table = 0;
+	m->src_offset = AMQ_CUCKOO_HEADER_SIZE;
 	m->next_bucket = 0;
 	m->folding = false;
-	m->spill_table = NO_TABLE;
-	m->kick_table = NO_TABLE;
+	m->kicking = false;
+	m->spill_offset = 0;
+	return AMQ_OK;
+}
+
+/* Makes the table at offset the newest of its level's window. */
+static void
+window_push(amq_cuckoo_merge *m, unsigned level, size_t offset)
+{
+	uint32_t	n = m->window_len[level];
+
+	if (n == AMQ_CUCKOO_MERGE_WINDOW)
+	{
+		memmove(&m->window[level][0], &m->window[level][1],
+				(n - 1) * sizeof(m->window[level][0]));
+		n--;
+	}
+	m->window[level][n] = offset;
+	m->window_len[level] = n + 1;
+}
+
+/* Room for bytes more after dst's tables, from the caller. */
+static amq_status
+merge_reserve(amq_cuckoo_merge *m, amq_cuckoo_view *dst, size_t bytes)
+{
+	uint8_t    *base;
+
+	m->need = dst->bytes + bytes;	/* both within the limit: no overflow */
+	if (dst->bytes > AMQ_CUCKOO_MAX_BYTES ||
+		bytes > AMQ_CUCKOO_MAX_BYTES - dst->bytes)
+		return AMQ_ERR_TOO_LARGE;
+	base = m->reserve(m->reserve_ctx, m->need);
+	if (base == NULL)
+		return AMQ_ERR_TOO_LARGE;
+	dst->base = base;
 	return AMQ_OK;
 }
 
 /*
  * Eviction walk in table t that is undone if it does not end, leaving t as
- * it was.  fp's pair (b, ...) is full.
+ * it was.  fp's pair (b, ...) is full.  *nlog counts the slots written.
  */
 static bool
 kick_or_undo(amq_cuckoo_merge *m, amq_cuckoo_table *t, uint32_t f,
-			 uint32_t fp, uint64_t b, uint64_t *rng)
+			 uint32_t fp, uint64_t b, uint64_t *rng, int *nlog)
 {
 	int			n = 0;
+	bool		done = kick_walk(t, f, &fp, &b, rng, m, &n);
 
-	if (kick_walk(t, f, &fp, &b, rng, m, &n))
+	*nlog = n;
+	if (done)
 		return true;
 	while (n-- > 0)
 		slot_set(t->words, m->path_pos[n], f, m->path_fp[n]);
+	*nlog *= 2;
 	return false;
 }
 
 /*
- * Folds fingerprint fp of source bucket b (of a table of the given size)
- * into dst: a free slot of its pair in a table of that size, else an
- * eviction walk in the kick table, else the spill table's bucket b (or its
- * victim slot, for the source victim).
+ * Folds fingerprint fp of bucket b of source table st (its victim if
+ * is_victim) into dst: a free slot of its pair in a table of the level's
+ * window, oldest first; else an eviction walk in the newest of them, until
+ * one walk fails; else the spill table's bucket b (or its victim slot, for
+ * the source victim), appending the spill table first if this is its first
+ * fingerprint.
  */
-static void
-fold(amq_cuckoo_merge *m, amq_cuckoo_view *dst, uint64_t buckets,
+static amq_status
+fold(amq_cuckoo_merge *m, amq_cuckoo_view *dst, const amq_cuckoo_table *st,
 	 uint32_t fp, uint64_t b, bool is_victim)
 {
 	uint32_t	f = dst->fp_bits;
-	uint64_t	b2;
-	uint8_t    *p = first_table(dst);
-	amq_cuckoo_table t;
-	amq_cuckoo_table kick = {0};
-	amq_cuckoo_table spill = {0};
-	bool		have_kick = false;
+	unsigned	level = st->level;
+	uint32_t	n = m->window_len[level];
+	amq_cuckoo_table t = {0};
+	amq_cuckoo_table spill;
 	uint64_t	rng = ((uint64_t) fp << 32) ^ b;
 	uint32_t	i;
 
-	for (i = 0; i < dst->tables; i++)
+	for (i = 0; i < n; i++)
 	{
-		table_decode(p, f, dst->base_buckets, &t);
-		p += t.bytes;
-		if (i == m->spill_table)
-		{
-			spill = t;
-			continue;
-		}
-		if (t.buckets != buckets)
-			continue;
-		b2 = alt_in(&t, b, fp);
-		if (place(&t, f, fp, b, b2))
+		table_decode(dst->base + m->window[level][i], f, dst->base_buckets, &t);
+		m->work++;
+		if (place(&t, f, fp, b, alt_in(&t, b, fp)))
 		{
 			count_item(dst, &t, 1);
-			return;
-		}
-		if (i == m->kick_table)
-		{
-			kick = t;
-			have_kick = true;
+			return AMQ_OK;
 		}
 	}
-	if (have_kick)
+	/* t is the newest table of the level now */
+	if (m->kicking)
 	{
-		if (kick_or_undo(m, &kick, f, fp, b, &rng))
+		int			nlog;
+		bool		placed = kick_or_undo(m, &t, f, fp, b, &rng, &nlog);
+
+		m->work += (uint64_t) nlog;
+		if (placed)
 		{
-			count_item(dst, &kick, 1);
-			return;
+			count_item(dst, &t, 1);
+			return AMQ_OK;
 		}
 		/* this table is saturated: stop spending evictions on it */
-		m->kick_table = NO_TABLE;
+		m->kicking = false;
 	}
-	b2 = alt_in(&spill, b, fp);
+	if (m->spill_offset == 0)
+	{
+		amq_status	status = merge_reserve(m, dst,
+										   amq_cuckoo_table_bytes(st->buckets, f));
+
+		if (status != AMQ_OK)
+			return status;
+		m->spill_offset = dst->bytes;
+		amq_cuckoo_append_table(dst, st->buckets);
+		m->work += st->buckets;
+	}
+	table_decode(dst->base + m->spill_offset, f, dst->base_buckets, &spill);
+	m->work++;
 	if (is_victim && spill.victim_fp == 0)
 		set_victim(&spill, fp, b);
-	else if (!place(&spill, f, fp, b, b2))
+	else if (!place(&spill, f, fp, b, alt_in(&spill, b, fp)))
 		set_victim(&spill, fp, b);	/* cannot happen: see the file header */
 	count_item(dst, &spill, 1);
+	return AMQ_OK;
 }
 
-/* Starts merging source table st: fold it, or append a copy of it. */
-static void
-start_source_table(amq_cuckoo_merge *m, amq_cuckoo_view *dst,
-				   const amq_cuckoo_table *st)
+/* Appends a copy of source table st to dst: dst has no table of its size. */
+static amq_status
+copy_table(amq_cuckoo_merge *m, amq_cuckoo_view *dst,
+		   const amq_cuckoo_table *st)
 {
-	uint8_t    *p = first_table(dst);
-	uint32_t	match = NO_TABLE;
-	uint32_t	i;
+	amq_status	status = merge_reserve(m, dst, st->bytes);
 
-	for (i = 0; i < dst->tables; i++)
-	{
-		amq_cuckoo_table t;
-
-		table_decode(p, dst->fp_bits, dst->base_buckets, &t);
-		p += t.bytes;
-		if (t.buckets == st->buckets)
-			match = i;
-	}
-	m->next_bucket = 0;
-	if (match == NO_TABLE)
-	{
-		/* no table of this size: the source table comes over whole */
-		memcpy(dst->base + dst->bytes, st->header, st->bytes);
-		dst->last_offset = dst->bytes;
-		dst->bytes += st->bytes;
-		dst->tables++;
-		dst->slots += TABLE_SLOTS(st->buckets);
-		dst->items = add_saturating(dst->items, st->items);
-		put_u32(dst->base + OFF_TABLES, dst->tables);
-		m->folding = false;
-		return;
-	}
-	m->kick_table = match;
-	m->prev_last_offset = dst->last_offset;
-	amq_cuckoo_append_table(dst, st->buckets);
-	m->spill_table = dst->tables - 1;
-	m->folding = true;
+	if (status != AMQ_OK)
+		return status;
+	memcpy(dst->base + dst->bytes, st->header, st->bytes);
+	window_push(m, st->level, dst->bytes);
+	dst->last_offset = dst->bytes;
+	dst->bytes += st->bytes;
+	dst->tables++;
+	dst->slots += TABLE_SLOTS(st->buckets);
+	dst->items = add_saturating(dst->items, st->items);
+	put_u32(dst->base + OFF_TABLES, dst->tables);
+	m->work += st->buckets;
+	return AMQ_OK;
 }
 
-/* Ends the fold of a source table: an unused spill table is taken back. */
-static void
-finish_source_table(amq_cuckoo_merge *m, amq_cuckoo_view *dst)
-{
-	amq_cuckoo_table spill;
-
-	if (m->folding)
-	{
-		amq_cuckoo_table_at(dst, m->spill_table, &spill);
-		if (spill.items == 0 && spill.victim_fp == 0)
-		{
-			dst->bytes -= spill.bytes;
-			dst->last_offset = m->prev_last_offset;
-			dst->tables--;
-			dst->slots -= TABLE_SLOTS(spill.buckets);
-			put_u32(dst->base + OFF_TABLES, dst->tables);
-		}
-	}
-	m->folding = false;
-	m->spill_table = NO_TABLE;
-	m->kick_table = NO_TABLE;
-	m->src_table++;
-	m->next_bucket = 0;
-}
-
-bool
+amq_status
 amq_cuckoo_merge_step(amq_cuckoo_merge *m, amq_cuckoo_view *dst,
-					  const amq_cuckoo_view *src, uint64_t max_buckets)
+					  const amq_cuckoo_view *src, uint64_t max_work,
+					  bool *done)
 {
 	uint32_t	f = dst->fp_bits;
-	uint64_t	budget = max_buckets ? max_buckets : 1;
+	uint64_t	stop = add_saturating(m->work, max_work ? max_work : 1);
+	amq_status	status;
+
+	*done = false;
 
 	/*
 	 * A filter bound to no family has had no value added: whatever its slots
@@ -1267,52 +1323,81 @@ amq_cuckoo_merge_step(amq_cuckoo_merge *m, amq_cuckoo_view *dst,
 	 * be unbound itself, which the validator rightly rejects.
 	 */
 	if (src->tables == 0 || src->family == 0)
-		return true;
+	{
+		*done = true;
+		return AMQ_OK;
+	}
 	bind_family(dst, src->family);
+
+	/* the destination's tables, by level */
+	while (m->index_left > 0)
+	{
+		amq_cuckoo_table t;
+
+		if (m->work >= stop)
+			return AMQ_OK;
+		table_decode(dst->base + m->index_offset, f, dst->base_buckets, &t);
+		window_push(m, t.level, m->index_offset);
+		m->index_offset += t.bytes;
+		m->index_left--;
+		m->work++;
+	}
 
 	while (m->src_table < src->tables)
 	{
 		amq_cuckoo_table st;
-		uint64_t	b;
-		uint64_t	end;
 
-		amq_cuckoo_table_at(src, m->src_table, &st);
-		if (m->next_bucket == 0 && !m->folding)
+		if (m->work >= stop)
+			return AMQ_OK;
+		table_decode(src->base + m->src_offset, f, src->base_buckets, &st);
+		if (!m->folding)
 		{
-			start_source_table(m, dst, &st);
-			if (!m->folding)
+			m->work++;
+			if (m->window_len[st.level] == 0)
 			{
-				finish_source_table(m, dst);
-				if (budget <= st.buckets)
-					return m->src_table == src->tables;
-				budget -= st.buckets;
+				status = copy_table(m, dst, &st);
+				if (status != AMQ_OK)
+					return status;
+				m->src_table++;
+				m->src_offset += st.bytes;
 				continue;
 			}
+			m->folding = true;
+			m->kicking = true;
+			m->spill_offset = 0;
+			m->next_bucket = 0;
 		}
-
-		end = st.buckets - m->next_bucket > budget ?
-			m->next_bucket + budget : st.buckets;
-		for (b = m->next_bucket; b < end; b++)
+		while (m->next_bucket < st.buckets)
 		{
 			uint32_t	fps[4];
 			unsigned	s;
 
-			bucket_read(st.words, b, f, fps);
+			if (m->work >= stop)
+				return AMQ_OK;
+			bucket_read(st.words, m->next_bucket, f, fps);
 			for (s = 0; s < 4; s++)
-				if (fps[s] != 0)
-					fold(m, dst, st.buckets, fps[s], b, false);
+			{
+				if (fps[s] != 0 &&
+					(status = fold(m, dst, &st, fps[s], m->next_bucket,
+								   false)) != AMQ_OK)
+					return status;
+			}
+			m->next_bucket++;
+			m->work++;
 		}
-		budget -= end - m->next_bucket;
-		m->next_bucket = end;
-		if (end < st.buckets)
-			return false;
-		if (st.victim_fp != 0)
-			fold(m, dst, st.buckets, st.victim_fp, st.victim_bucket, true);
-		finish_source_table(m, dst);
-		if (budget == 0)
-			return m->src_table == src->tables;
+		if (st.victim_fp != 0 &&
+			(status = fold(m, dst, &st, st.victim_fp, st.victim_bucket,
+						   true)) != AMQ_OK)
+			return status;
+		/* a spill table is one more table of its level for what follows */
+		if (m->spill_offset != 0)
+			window_push(m, st.level, m->spill_offset);
+		m->folding = false;
+		m->src_table++;
+		m->src_offset += st.bytes;
 	}
-	return true;
+	*done = true;
+	return AMQ_OK;
 }
 
 /* ----------------------------------------------------------------

@@ -5,10 +5,10 @@
  *
  * Plain C99, no PostgreSQL headers, like amq_bloom.h: the core never
  * allocates and never reports errors.  Operations that may need more memory
- * (adding to a full filter, merging) say so with a status code and the
- * caller provides a larger buffer, or, for adding, the core asks the
- * caller's reserve function for it (amq_cuckoo_add_growing), so that every
- * caller grows a filter the same way.
+ * (adding to a full filter, merging) ask the caller's reserve function for
+ * it (amq_cuckoo_add_growing, amq_cuckoo_merge_step) when they need it, so
+ * that every caller grows a filter the same way and no more than it must;
+ * amq_cuckoo_add alone says AMQ_FULL and leaves growing to its caller.
  *
  * A filter is one byte buffer (FORMAT.md): a 64-byte little-endian header
  * followed by one or more tables.  Each table is a 32-byte table header and
@@ -121,18 +121,44 @@ typedef struct amq_cuckoo_stats_acc
 } amq_cuckoo_stats_acc;
 
 /*
- * State of a merge in progress (see amq_cuckoo_merge_begin).  The kick path
- * is recorded so that a failed eviction walk can be undone.
+ * Tables of one size a merge tries for each fingerprint: the newest ones
+ * (see amq_cuckoo_merge_step).
+ */
+#define AMQ_CUCKOO_MERGE_WINDOW		4
+
+/* Levels (log2 of a table's buckets over the first table's) a filter can have. */
+#define AMQ_CUCKOO_MAX_LEVELS		32
+
+/*
+ * Makes room for at least need bytes of filter in the buffer behind a view,
+ * keeping its contents, and returns the buffer's (possibly moved) start, or
+ * NULL when it cannot (the core then reports AMQ_ERR_TOO_LARGE).  Callers
+ * inside PostgreSQL may raise an error instead of returning.
+ */
+typedef uint8_t *(*amq_cuckoo_reserve_fn) (void *ctx, size_t need);
+
+/*
+ * State of a merge in progress (see amq_cuckoo_merge_begin), held by the
+ * caller.  The kick path is recorded so that a failed eviction walk can be
+ * undone.
  */
 typedef struct amq_cuckoo_merge
 {
+	amq_cuckoo_reserve_fn reserve;	/* asked for room before a table is added */
+	void	   *reserve_ctx;
+	uint64_t	work;			/* work units done so far */
+	size_t		need;			/* bytes the last reservation asked for */
+	size_t		index_offset;	/* next dst table to index by level */
+	uint32_t	index_left;		/* dst tables not indexed yet */
+	uint32_t	window_len[AMQ_CUCKOO_MAX_LEVELS];	/* tables in each window */
+	/* offsets in dst of each level's newest tables, oldest first */
+	size_t		window[AMQ_CUCKOO_MAX_LEVELS][AMQ_CUCKOO_MERGE_WINDOW];
 	uint32_t	src_table;		/* index of the source table being merged */
-	uint64_t	next_bucket;	/* next source bucket to merge */
-	bool		folding;		/* source table is folded into dst tables */
-	uint32_t	spill_table;	/* dst index of the table receiving leftovers */
-	uint32_t	kick_table;		/* dst index where evictions are tried, or
-								 * UINT32_MAX once they have failed there */
-	size_t		prev_last_offset;	/* dst's last table before the spill */
+	size_t		src_offset;		/* its offset in src */
+	uint64_t	next_bucket;	/* next source bucket to fold */
+	bool		folding;		/* the source table is being folded */
+	bool		kicking;		/* evictions are still tried for it */
+	size_t		spill_offset;	/* of its spill table in dst; 0 if none yet */
 	uint64_t	path_pos[AMQ_CUCKOO_MAX_KICKS + 2]; /* slot positions written */
 	uint32_t	path_fp[AMQ_CUCKOO_MAX_KICKS + 2];	/* what they held */
 } amq_cuckoo_merge;
@@ -177,7 +203,18 @@ extern void amq_cuckoo_init_empty(uint8_t *buf);
 extern amq_status amq_cuckoo_open(const uint8_t *buf, size_t len,
 								  amq_cuckoo_view *view);
 
-/* Decodes table t (0-based, t < view->tables) of an opened filter. */
+/*
+ * The tables of an opened filter in order, each decoded once: first decodes
+ * the first table (false for the sizeless empty filter, which has none),
+ * next the one after *table (false after the last).  A loop over every table
+ * uses these: amq_cuckoo_table_at decodes t tables to reach table t.
+ */
+extern bool amq_cuckoo_table_first(const amq_cuckoo_view *view,
+								   amq_cuckoo_table *table);
+extern bool amq_cuckoo_table_next(const amq_cuckoo_view *view,
+								  amq_cuckoo_table *table);
+
+/* Decodes table t (0-based, t < view->tables) of an opened filter: O(t). */
 extern void amq_cuckoo_table_at(const amq_cuckoo_view *view, uint32_t t,
 								amq_cuckoo_table *table);
 
@@ -220,14 +257,6 @@ extern uint64_t amq_cuckoo_growth_buckets(const amq_cuckoo_view *view);
 extern void amq_cuckoo_append_table(amq_cuckoo_view *view, uint64_t buckets);
 
 /*
- * Makes room for at least need bytes of filter in the buffer behind a view,
- * keeping its contents, and returns the buffer's (possibly moved) start, or
- * NULL when it cannot (the core then reports AMQ_ERR_TOO_LARGE).  Callers
- * inside PostgreSQL may raise an error instead of returning.
- */
-typedef uint8_t *(*amq_cuckoo_reserve_fn) (void *ctx, size_t need);
-
-/*
  * Adds hashes[0 .. count) like amq_cuckoo_add_many, appending the table
  * amq_cuckoo_growth_buckets asks for whenever the filter is full, after
  * asking reserve for room.  AMQ_OK, or AMQ_ERR_TOO_LARGE when a growth would
@@ -267,21 +296,35 @@ extern amq_status amq_cuckoo_compatible(const amq_cuckoo_view *dst,
 
 /*
  * Merging src into dst, in steps so that callers can check for interrupts.
- * The buffer behind dst->base must have room for dst->bytes + src->bytes:
- * a source table whose size matches dst tables is folded into them
- * fingerprint by fingerprint (each keeps its bucket pair), and what does not
- * fit goes to a new table of that size; a source table without a match is
- * appended whole.  No fingerprint is ever lost.  A source bound to no
- * family holds no values and changes nothing.  Begin checks compatibility;
- * step merges up to max_buckets source buckets and returns true when the
- * merge is complete.  dst is a valid filter after every step.
+ * A source table whose size matches dst tables is folded into them
+ * fingerprint by fingerprint (each keeps its bucket pair), trying the newest
+ * AMQ_CUCKOO_MERGE_WINDOW tables of that size, and what does not fit goes to
+ * a new table of that size; a source table without a match is appended
+ * whole.  No fingerprint is ever lost.  A source bound to no family holds no
+ * values and changes nothing.  src must not lie in dst's buffer.
+ *
+ * Begin checks compatibility and takes the reserve function that step calls,
+ * like amq_cuckoo_add_growing, for room before it appends a table, so dst's
+ * buffer needs room for the result only.  Step does about max_work units of
+ * work (a bucket read, a table tried, a slot written by an eviction, a table
+ * indexed; one per bucket of a table appended), at most a few thousand more,
+ * and sets *done when the merge is complete; m->work counts the units so
+ * far, linear in the tables and fingerprints of both filters.  It returns
+ * AMQ_OK, or AMQ_ERR_TOO_LARGE when a table would take dst past
+ * AMQ_CUCKOO_MAX_BYTES or reserve returned NULL, m->need then being the
+ * size asked for; after that the merge cannot go on, and dst holds its own
+ * values and some of src's.  dst is a valid filter after every step;
+ * dst->base follows the buffer when reserve moves it.
  */
 extern amq_status amq_cuckoo_merge_begin(amq_cuckoo_merge *m,
 										 const amq_cuckoo_view *dst,
-										 const amq_cuckoo_view *src);
-extern bool amq_cuckoo_merge_step(amq_cuckoo_merge *m, amq_cuckoo_view *dst,
-								  const amq_cuckoo_view *src,
-								  uint64_t max_buckets);
+										 const amq_cuckoo_view *src,
+										 amq_cuckoo_reserve_fn reserve,
+										 void *ctx);
+extern amq_status amq_cuckoo_merge_step(amq_cuckoo_merge *m,
+										amq_cuckoo_view *dst,
+										const amq_cuckoo_view *src,
+										uint64_t max_work, bool *done);
 
 /*
  * Statistics, table by table and bucket range by bucket range:

@@ -6,7 +6,8 @@
  * accepts a value every operation on it is memory-safe and sane:
  *
  *	- the view describes exactly the input: view.bytes = input length, the
- *	  tables (amq_cuckoo_table_at) tile the bytes after the header, slots
+ *	  tables (amq_cuckoo_table_first/next, and amq_cuckoo_table_at for one
+ *	  of them) tile the bytes after the header, slots
  *	  and items agree with them; the bytes survive base64 encode/decode
  *	  unchanged (the input is its own serialization);
  *	- may_contain is true exactly when count > 0, on arbitrary hashes;
@@ -19,10 +20,13 @@
  *	  the same hashes added in one call from the same start give the same
  *	  bytes as one add after the other; after every mutation the buffer
  *	  passes amq_cuckoo_open on exactly view.bytes with the same view;
- *	- merge of the value with itself (merge_begin/step into a buffer of
- *	  twice the size): begin is OK, dst validates after every step, the
- *	  result fits the buffer and every probed hash's count at least doubles
- *	  (or stays the same for a source bound to no family: it holds no values).
+ *	- merge of the value with itself (merge_begin/step, its reserve function
+ *	  handing out a buffer of twice the size): begin is OK, dst validates
+ *	  after every step and whenever the merge asks for room, it never asks
+ *	  for more than twice the size, its work count stays linear in the
+ *	  value's tables and slots, and every probed hash's count at least
+ *	  doubles (or stays the same for a source bound to no family: it holds
+ *	  no values).
  *
  * Any violation traps (see fuzz_common.h).
  */
@@ -68,16 +72,30 @@ check_tables_and_stats(const amq_cuckoo_view *v, uint64_t *rng)
 	size_t		off = AMQ_CUCKOO_HEADER_SIZE;
 	uint64_t	slots = 0;
 	uint64_t	items = 0;
-	uint32_t	t;
+	uint32_t	t = 0;
+	uint32_t	pick = v->tables ? (uint32_t) (fuzz_splitmix(rng) % v->tables) : 0;
+	amq_cuckoo_table tab;
+	bool		more;
 
 	amq_cuckoo_stats_begin(&one);
 	amq_cuckoo_stats_begin(&two);
-	for (t = 0; t < v->tables; t++)
+	FUZZ_CHECK(amq_cuckoo_table_first(v, &tab) == (v->tables > 0));
+	for (more = v->tables > 0; more; more = amq_cuckoo_table_next(v, &tab), t++)
 	{
-		amq_cuckoo_table tab;
 		uint64_t	cut;
 
-		amq_cuckoo_table_at(v, t, &tab);
+		FUZZ_CHECK(t < v->tables);
+		if (t == pick)
+		{
+			amq_cuckoo_table at;
+
+			amq_cuckoo_table_at(v, t, &at);
+			FUZZ_CHECK(at.header == tab.header && at.words == tab.words &&
+					   at.buckets == tab.buckets && at.level == tab.level &&
+					   at.items == tab.items && at.bytes == tab.bytes &&
+					   at.victim_bucket == tab.victim_bucket &&
+					   at.victim_fp == tab.victim_fp);
+		}
 		FUZZ_CHECK(tab.header == v->base + off);
 		FUZZ_CHECK(tab.bytes == amq_cuckoo_table_bytes(tab.buckets, v->fp_bits));
 		FUZZ_CHECK(tab.buckets >= 1 && tab.buckets == v->base_buckets << tab.level);
@@ -97,6 +115,7 @@ check_tables_and_stats(const amq_cuckoo_view *v, uint64_t *rng)
 		amq_cuckoo_stats_accumulate(v, &tab, &two, cut, tab.buckets);
 		amq_cuckoo_stats_table_done(v, &tab, &two);
 	}
+	FUZZ_CHECK(t == v->tables);
 	FUZZ_CHECK(off == v->bytes);
 	FUZZ_CHECK(slots == v->slots);
 	FUZZ_CHECK(items == v->items);
@@ -227,6 +246,20 @@ check_mutations(const uint8_t *orig, size_t size, const amq_cuckoo_view *v,
 	free(b);
 }
 
+/*
+ * The self merge's reserve function: the buffer of twice the size, which the
+ * union of a value with itself never outgrows.  The filter asking is valid.
+ */
+static uint8_t *
+reserve_double(void *ctx, size_t need)
+{
+	fixed_room *r = ctx;
+
+	check_reopen(r->view, "amq_cuckoo_merge_step before it appends a table");
+	FUZZ_CHECK(need > r->view->bytes && need <= r->room);
+	return r->view->base;
+}
+
 static void
 check_self_merge(const uint8_t *orig, size_t size, const amq_cuckoo_view *src,
 				 uint64_t *rng)
@@ -235,10 +268,14 @@ check_self_merge(const uint8_t *orig, size_t size, const amq_cuckoo_view *src,
 	uint8_t    *buf = fuzz_memdup(orig, size, room);
 	amq_cuckoo_merge *m = fuzz_malloc(sizeof(amq_cuckoo_merge));
 	amq_cuckoo_view dst;
+	fixed_room	r = {&dst, room};
 	uint64_t	probes[NPROBES];
 	uint64_t	counts[NPROBES];
 	uint64_t	step = fuzz_splitmix(rng) % 64;	/* 0 means 1 */
 	uint64_t	steps = 0;
+	uint64_t	buckets = (src->slots - src->tables) / 4;
+	/* a fingerprint: its window, an eviction walk written and undone, a spill */
+	uint64_t	per_fp = AMQ_CUCKOO_MERGE_WINDOW + 2 * (AMQ_CUCKOO_MAX_KICKS + 2) + 1;
 	int			i;
 
 	for (i = 0; i < NPROBES; i++)
@@ -248,17 +285,31 @@ check_self_merge(const uint8_t *orig, size_t size, const amq_cuckoo_view *src,
 	}
 	FUZZ_CHECK(amq_cuckoo_open(buf, size, &dst) == AMQ_OK);
 	FUZZ_CHECK(amq_cuckoo_compatible(&dst, src) == AMQ_OK);
-	FUZZ_CHECK(amq_cuckoo_merge_begin(m, &dst, src) == AMQ_OK);
+	FUZZ_CHECK(amq_cuckoo_merge_begin(m, &dst, src, reserve_double, &r) == AMQ_OK);
 	for (;;)
 	{
-		bool		finished = amq_cuckoo_merge_step(m, &dst, src, step);
+		bool		finished = false;
+		uint64_t	before = m->work;
 
+		FUZZ_CHECK(amq_cuckoo_merge_step(m, &dst, src, step, &finished) == AMQ_OK);
 		FUZZ_CHECK(dst.bytes <= room);
 		check_reopen(&dst, "amq_cuckoo_merge_step (self merge)");
+		/*
+		 * A step stops within one bucket's work (four fingerprints, the
+		 * victim, a table appended) of its budget.
+		 */
+		FUZZ_CHECK(m->work - before <= (step ? step : 1) + 1 + 5 * per_fp + buckets);
 		if (finished)
 			break;
 		FUZZ_CHECK(++steps < 100000000);
 	}
+	/*
+	 * Linear in the value: each table indexed and started once, each bucket
+	 * read once, each slot's fingerprint folded once, at most one table
+	 * appended (spill or copy) per source table.
+	 */
+	FUZZ_CHECK(m->work <= 2 * (uint64_t) src->tables + 2 * buckets +
+			   src->slots * per_fp);
 	check_tables_and_stats(&dst, rng);
 	FUZZ_CHECK(dst.tables >= src->tables);
 	for (i = 0; i < NPROBES; i++)
