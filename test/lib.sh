@@ -23,7 +23,8 @@
 # The cluster never runs as root: as root it runs as the `postgres` system user that
 # Debian's package creates, otherwise as the calling user.
 
-PG_BIN=/usr/lib/postgresql/15/bin
+# PG_BIN may name another installation of PostgreSQL 15 (a relocated copy, say).
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 PG_CONFIG=$PG_BIN/pg_config
 export PG_BIN PG_CONFIG
 
