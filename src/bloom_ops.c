@@ -142,18 +142,24 @@ merge_args(FunctionCallInfo fcinfo, bool intersect)
 	amq_bloom_view result;
 	struct varlena *value;
 
+	/* the same inputs as a previous call: the same result */
+	if ((value = amq_merge_cached(fcinfo)) != NULL)
+		PG_RETURN_POINTER(value);
+
 	amq_bloom_arg(fcinfo, 0, &cache->filter[0], &a);
 	amq_bloom_arg(fcinfo, 1, &cache->filter[1], &b);
 
 	/* the sizeless empty filter is the empty set */
 	if (amq_bloom_is_empty(&a))
-		PG_RETURN_POINTER(amq_bloom_to_varlena(intersect ? &a : &b, NULL));
-	if (amq_bloom_is_empty(&b))
-		PG_RETURN_POINTER(amq_bloom_to_varlena(intersect ? &b : &a, NULL));
-
-	value = amq_bloom_to_varlena(&a, &result);
-	amq_bloom_merge(&result, &b, intersect);
-	PG_RETURN_POINTER(value);
+		value = amq_bloom_to_varlena(intersect ? &a : &b, NULL);
+	else if (amq_bloom_is_empty(&b))
+		value = amq_bloom_to_varlena(intersect ? &b : &a, NULL);
+	else
+	{
+		value = amq_bloom_to_varlena(&a, &result);
+		amq_bloom_merge(&result, &b, intersect);
+	}
+	PG_RETURN_POINTER(amq_merge_remember(fcinfo, value));
 }
 
 /* bloom_union(bloom, bloom): members of either (operator |) */

@@ -202,23 +202,32 @@ cuckoo_union(PG_FUNCTION_ARGS)
 	amq_cuckoo_view b;
 	AmqCuckooBuffer buf;
 	amq_status	status;
+	struct varlena *value;
+
+	/* the same inputs as a previous call: the same result */
+	if ((value = amq_merge_cached(fcinfo)) != NULL)
+		PG_RETURN_POINTER(value);
 
 	amq_cuckoo_arg(fcinfo, 0, &cache->filter[0], &a);
 	amq_cuckoo_arg(fcinfo, 1, &cache->filter[1], &b);
 
 	/* the sizeless empty filter is the empty set */
 	if (amq_cuckoo_is_empty(&a))
-		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&b, NULL));
-	if (amq_cuckoo_is_empty(&b))
-		PG_RETURN_POINTER(amq_cuckoo_to_varlena(&a, NULL));
-	status = amq_cuckoo_compatible(&a, &b);
-	if (status != AMQ_OK)
-		amq_report_cuckoo_mismatch(status, &a, &b);
+		value = amq_cuckoo_to_varlena(&b, NULL);
+	else if (amq_cuckoo_is_empty(&b))
+		value = amq_cuckoo_to_varlena(&a, NULL);
+	else
+	{
+		status = amq_cuckoo_compatible(&a, &b);
+		if (status != AMQ_OK)
+			amq_report_cuckoo_mismatch(status, &a, &b);
 
-	/* the merge asks for room when it appends a table, if it does */
-	amq_cuckoo_buffer_copy(&buf, CurrentMemoryContext, &a, 0);
-	amq_cuckoo_buffer_merge(&buf, &b);
-	PG_RETURN_POINTER(amq_cuckoo_buffer_finish(&buf));
+		/* the merge asks for room when it appends a table, if it does */
+		amq_cuckoo_buffer_copy(&buf, CurrentMemoryContext, &a, 0);
+		amq_cuckoo_buffer_merge(&buf, &b);
+		value = amq_cuckoo_buffer_finish(&buf);
+	}
+	PG_RETURN_POINTER(amq_merge_remember(fcinfo, value));
 }
 
 /*

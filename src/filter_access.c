@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "access/detoast.h"
+#include "nodes/primnodes.h"
 
 #include "filter_glue.h"
 
@@ -107,4 +108,229 @@ amq_filter_open_arg(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
 		memcpy(&cache->view, view, format->view_size);
 		cache->opened = true;
 	}
+}
+
+/*
+ * ----------------------------------------------------------------
+ * Merges whose inputs repeat.  In
+ *
+ *	SELECT ... FROM t, (SELECT (SELECT bloom_agg(...) FROM a) |
+ *							  (SELECT bloom_agg(...) FROM b) AS f) u
+ *	 WHERE f @> t.col
+ *
+ * the planner pulls the subquery up, and the merge of the same two values
+ * is evaluated again for every row of t.  So a merge call site remembers its
+ * last result, in fn_mcxt, with what identifies its inputs, and returns it
+ * again while the inputs are the same values:
+ *
+ *	- a TOASTed input is identified by its TOAST pointer (a TOAST value never
+ *	  changes), at no cost;
+ *	- a constant of the plan (a Const argument) by its address, which holds
+ *	  the same value for the whole query;
+ *	- any other input by its bytes, compared with a copy kept for that
+ *	  purpose.  Its address alone proves nothing: memory is freed and
+ *	  reused, within a row's memory and when an InitPlan is evaluated again
+ *	  for new outer values.  The comparison costs one read of each input,
+ *	  far less than the merge it saves, and stops at the first differing
+ *	  byte when the inputs do change.
+ *
+ * A result is remembered only when a call's inputs sit where the previous
+ * call's did (the same TOAST pointers, or the same addresses and lengths):
+ * a merge over rows of different values then never copies anything.  A
+ * call site whose remembered inputs keep failing to repeat stops trying.
+ *
+ * The remembered result is returned as it is, not copied: a function
+ * result is read-only, and what keeps a value beyond the row it was
+ * computed for copies it (results normally live in per-row memory).  It is
+ * freed only when a later call remembers another one.
+ * ----------------------------------------------------------------
+ */
+
+/* Misses beyond hits after which a call site stops remembering results. */
+#define MERGE_CACHE_MAX_WASTE	8
+
+typedef struct AmqMergeInput
+{
+	bool		is_const;		/* the argument is a Const of the plan */
+	bool		toasted;		/* identified by its TOAST pointer */
+	Oid			toastrelid;
+	Oid			valueid;
+	const void *ptr;			/* the previous call's datum */
+	size_t		len;			/* its VARSIZE_ANY, 0 if not comparable */
+	void	   *copy;			/* in fn_mcxt: its bytes, while a result is
+								 * remembered for an input that is in line */
+} AmqMergeInput;
+
+typedef struct AmqMergeCache
+{
+	AmqMergeInput in[2];
+	struct varlena *result;		/* in fn_mcxt, or NULL */
+	int64		hits;
+	int64		wasted;			/* remembered results never asked for again */
+	bool		given_up;
+} AmqMergeCache;
+
+/* True if argument argno of the call is a Const node. */
+static bool
+arg_is_const(FmgrInfo *flinfo, int argno)
+{
+	Node	   *expr = flinfo->fn_expr;
+	List	   *args;
+
+	if (expr == NULL)
+		return false;
+	if (IsA(expr, FuncExpr))
+		args = ((FuncExpr *) expr)->args;
+	else if (IsA(expr, OpExpr))
+		args = ((OpExpr *) expr)->args;
+	else
+		return false;
+	return argno < list_length(args) && IsA(list_nth(args, argno), Const);
+}
+
+static AmqMergeCache *
+merge_cache(FunctionCallInfo fcinfo)
+{
+	AmqCallCache *cache = amq_call_cache(fcinfo);
+
+	if (cache->merge == NULL)
+	{
+		int			i;
+
+		cache->merge = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
+											  sizeof(AmqMergeCache));
+		for (i = 0; i < 2; i++)
+			cache->merge->in[i].is_const = arg_is_const(fcinfo->flinfo, i);
+	}
+	return cache->merge;
+}
+
+/* True if argument argno is the value the remembered result was made from. */
+static bool
+input_same(const AmqMergeInput *in, Datum arg)
+{
+	const struct varlena *raw = (const struct varlena *) DatumGetPointer(arg);
+
+	if (VARATT_IS_EXTERNAL_ONDISK(raw))
+	{
+		struct varatt_external toast_pointer;
+
+		if (!in->toasted)
+			return false;
+		VARATT_EXTERNAL_GET_POINTER(toast_pointer, raw);
+		return in->toastrelid == toast_pointer.va_toastrelid &&
+			in->valueid == toast_pointer.va_valueid;
+	}
+	if (in->toasted || in->copy == NULL || VARATT_IS_EXTERNAL(raw) ||
+		VARSIZE_ANY(raw) != in->len)
+		return false;
+	if (in->is_const && raw == in->ptr)
+		return true;
+	return memcmp(in->copy, raw, in->len) == 0;
+}
+
+/*
+ * The remembered result, if both inputs of this call are the values it was
+ * made from; else NULL and the caller merges, then calls amq_merge_remember.
+ */
+struct varlena *
+amq_merge_cached(FunctionCallInfo fcinfo)
+{
+	AmqMergeCache *mc = merge_cache(fcinfo);
+
+	if (mc->result == NULL ||
+		!input_same(&mc->in[0], PG_GETARG_DATUM(0)) ||
+		!input_same(&mc->in[1], PG_GETARG_DATUM(1)))
+		return NULL;
+	mc->hits++;
+	return mc->result;
+}
+
+/* Records where argument argno is; true if it is where the previous call's was. */
+static bool
+input_note(AmqMergeInput *in, Datum arg)
+{
+	const struct varlena *raw = (const struct varlena *) DatumGetPointer(arg);
+	bool		repeated;
+
+	if (VARATT_IS_EXTERNAL_ONDISK(raw))
+	{
+		struct varatt_external toast_pointer;
+
+		VARATT_EXTERNAL_GET_POINTER(toast_pointer, raw);
+		repeated = in->toasted && in->toastrelid == toast_pointer.va_toastrelid &&
+			in->valueid == toast_pointer.va_valueid;
+		in->toasted = true;
+		in->toastrelid = toast_pointer.va_toastrelid;
+		in->valueid = toast_pointer.va_valueid;
+		in->ptr = raw;
+		in->len = 0;
+		return repeated;
+	}
+	/* indirect and expanded values are not compared */
+	repeated = !in->toasted && !VARATT_IS_EXTERNAL(raw) && in->ptr == raw &&
+		in->len == VARSIZE_ANY(raw);
+	in->toasted = false;
+	in->ptr = raw;
+	in->len = VARATT_IS_EXTERNAL(raw) ? 0 : VARSIZE_ANY(raw);
+	return repeated;
+}
+
+/* Forgets the remembered result and the input copies. */
+static void
+merge_forget(AmqMergeCache *mc)
+{
+	int			i;
+
+	if (mc->result != NULL)
+		pfree(mc->result);
+	mc->result = NULL;
+	for (i = 0; i < 2; i++)
+	{
+		if (mc->in[i].copy != NULL)
+			pfree(mc->in[i].copy);
+		mc->in[i].copy = NULL;
+	}
+}
+
+/*
+ * After a merge that amq_merge_cached did not answer: remembers result if
+ * this call's inputs sit where the previous call's did, and returns what the
+ * caller returns (result, or its remembered copy).
+ */
+struct varlena *
+amq_merge_remember(FunctionCallInfo fcinfo, struct varlena *result)
+{
+	AmqMergeCache *mc = merge_cache(fcinfo);
+	bool		repeated;
+	int			i;
+
+	if (mc->result != NULL)
+	{
+		/* remembered for inputs that did not come again */
+		mc->wasted++;
+		merge_forget(mc);
+		if (mc->wasted > mc->hits + MERGE_CACHE_MAX_WASTE)
+			mc->given_up = true;
+	}
+	repeated = input_note(&mc->in[0], PG_GETARG_DATUM(0));
+	repeated = input_note(&mc->in[1], PG_GETARG_DATUM(1)) && repeated;
+	if (!repeated || mc->given_up)
+		return result;
+
+	for (i = 0; i < 2; i++)
+	{
+		AmqMergeInput *in = &mc->in[i];
+
+		if (!in->toasted)
+		{
+			in->copy = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, in->len);
+			memcpy(in->copy, in->ptr, in->len);
+		}
+	}
+	mc->result = (struct varlena *)
+		MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, VARSIZE(result));
+	memcpy(mc->result, result, VARSIZE(result));
+	pfree(result);
+	return mc->result;
 }

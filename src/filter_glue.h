@@ -37,6 +37,7 @@ typedef struct AmqFilterCache
 
 struct AmqHasher;
 struct AmqFamilyIndex;
+struct AmqMergeCache;
 
 /* per-call cache shared by the functions that hash and probe */
 typedef struct AmqCallCache
@@ -44,6 +45,7 @@ typedef struct AmqCallCache
 	struct AmqHasher *hasher;	/* NULL until the first value is hashed */
 	struct AmqFamilyIndex *families;	/* ids of known types, for info */
 	AmqFilterCache filter[2];	/* one per filter argument */
+	struct AmqMergeCache *merge;	/* merges only: the last result */
 } AmqCallCache;
 
 extern AmqCallCache *amq_call_cache(FunctionCallInfo fcinfo);
@@ -53,6 +55,9 @@ extern bool amq_filter_arg(FunctionCallInfo fcinfo, int argno,
 extern void amq_filter_open_arg(FunctionCallInfo fcinfo, int argno,
 								AmqFilterCache *cache, const AmqFormat *format,
 								void *view);
+extern struct varlena *amq_merge_cached(FunctionCallInfo fcinfo);
+extern struct varlena *amq_merge_remember(FunctionCallInfo fcinfo,
+										  struct varlena *result);
 
 /* hashing.c: values -> 64-bit hashes that agree with the type's equality */
 typedef struct AmqHasher

@@ -1,0 +1,97 @@
+-- A merge whose inputs are the same values on every row is computed once.
+-- Each timed query below would merge two 30k-value filters for each of 30k
+-- rows (a minute or more) if it recomputed the merge per row; the statement
+-- timeout turns that into a failure.  The answers are checked against the
+-- merge computed once (OFFSET 0 keeps the subquery from being pulled up).
+
+CREATE SCHEMA merge_once;
+SET search_path = merge_once, public;
+
+CREATE TABLE nums AS SELECT g::int8 AS b FROM generate_series(1, 30000) g;
+CREATE TABLE a AS SELECT g::int8 AS v FROM generate_series(1, 30000) g;
+CREATE TABLE c AS SELECT g::int8 AS v FROM generate_series(20001, 50000) g;
+ANALYZE nums, a, c;
+
+SET statement_timeout = '5s';
+
+-- the subquery is pulled up: the merge sits in the scan's filter, on two InitPlans
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM nums,
+       (SELECT cuckoo_union((SELECT cuckoo_agg(v, 30000, 0.01) FROM a),
+                            (SELECT cuckoo_agg(v, 30000, 0.01) FROM c)) f) u
+ WHERE cuckoo_contains(f, b);
+
+-- cuckoo_union, bloom |, bloom &: each gives the answer of the merge computed once
+SELECT (SELECT count(*) FROM nums,
+               (SELECT cuckoo_union((SELECT cuckoo_agg(v, 30000, 0.01) FROM a),
+                                    (SELECT cuckoo_agg(v, 30000, 0.01) FROM c)) f) u
+         WHERE cuckoo_contains(f, b)) =
+       (SELECT count(*) FROM nums,
+               (SELECT cuckoo_union((SELECT cuckoo_agg(v, 30000, 0.01) FROM a),
+                                    (SELECT cuckoo_agg(v, 30000, 0.01) FROM c)) f OFFSET 0) u
+         WHERE cuckoo_contains(f, b)) AS cuckoo_union_same;
+SELECT (SELECT count(*) FROM nums,
+               (SELECT (SELECT bloom_agg(v, 30000, 0.01) FROM a) |
+                       (SELECT bloom_agg(v, 30000, 0.01) FROM c) f) u
+         WHERE f @> b) =
+       (SELECT count(*) FROM nums,
+               (SELECT (SELECT bloom_agg(v, 30000, 0.01) FROM a) |
+                       (SELECT bloom_agg(v, 30000, 0.01) FROM c) f OFFSET 0) u
+         WHERE f @> b) AS bloom_union_same;
+SELECT (SELECT count(*) FROM nums,
+               (SELECT (SELECT bloom_agg(v, 30000, 0.01) FROM a) &
+                       (SELECT bloom_agg(v, 30000, 0.01) FROM c) f) u
+         WHERE f @> b) =
+       (SELECT count(*) FROM nums,
+               (SELECT (SELECT bloom_agg(v, 30000, 0.01) FROM a) &
+                       (SELECT bloom_agg(v, 30000, 0.01) FROM c) f OFFSET 0) u
+         WHERE f @> b) AS bloom_intersect_same;
+-- no false negatives: every value of a or c (all of nums) is in the union
+SELECT count(*) AS missed FROM nums,
+       (SELECT cuckoo_union((SELECT cuckoo_agg(v, 30000, 0.01) FROM a),
+                            (SELECT cuckoo_agg(v, 30000, 0.01) FROM c)) f) u
+ WHERE NOT cuckoo_contains(f, b);
+-- ... and every value of both (20001..30000) is in the intersection
+SELECT count(*) AS missed FROM nums,
+       (SELECT (SELECT bloom_agg(v, 30000, 0.01) FROM a) &
+               (SELECT bloom_agg(v, 30000, 0.01) FROM c) f) u
+ WHERE b BETWEEN 20001 AND 30000 AND NOT (f @> b);
+
+-- stored filters, read from TOAST: the same TOAST pointers on every row
+CREATE TABLE stored (a bloom, c bloom, ca cuckoo, cc cuckoo);
+INSERT INTO stored
+SELECT (SELECT bloom_agg(v, 30000, 0.01) FROM a), (SELECT bloom_agg(v, 30000, 0.01) FROM c),
+       (SELECT cuckoo_agg(v, 30000, 0.01) FROM a), (SELECT cuckoo_agg(v, 30000, 0.01) FROM c);
+SELECT count(*) = 30000 AS all_found FROM stored, nums WHERE (stored.a | stored.c) @> nums.b;
+SELECT count(*) = 30000 AS all_found FROM stored, nums WHERE (stored.ca | stored.cc) @> nums.b;
+
+RESET statement_timeout;
+
+-- inputs that change from row to row are never answered from an earlier row:
+-- filters of one value each, merged row by row
+CREATE TABLE pairs AS
+SELECT g AS id, bloom_add(bloom_empty(1000, 0.01), g::int8) AS x,
+       bloom_add(bloom_empty(1000, 0.01), (g + 1000)::int8) AS y,
+       cuckoo_add(cuckoo_empty(1000, 0.01), g::int8) AS cx,
+       cuckoo_add(cuckoo_empty(1000, 0.01), (g + 1000)::int8) AS cy
+  FROM generate_series(1, 200) g;
+SELECT count(*) AS wrong FROM pairs
+ WHERE NOT ((x | y) @> id::int8 AND (x | y) @> (id + 1000)::int8
+            AND (cx | cy) @> id::int8 AND (cx | cy) @> (id + 1000)::int8
+            AND (cuckoo_info(cx | cy)).items = 2);
+-- the same InitPlans evaluated again for each outer row (an InitPlan inside a
+-- correlated subquery): each outer row gets the merge of its own filters
+CREATE TABLE groups AS SELECT k FROM generate_series(1, 5) k;
+SELECT k,
+       (SELECT count(*) FROM nums
+         WHERE cuckoo_contains(cuckoo_union((SELECT cuckoo_agg(v, 1000, 0.01) FROM a WHERE v <= k * 10),
+                                            (SELECT cuckoo_agg(v, 1000, 0.01) FROM c WHERE v <= 20000 + k * 10)),
+                               b)
+           AND (b <= k * 10 OR b BETWEEN 20001 AND 20000 + k * 10)) AS found,
+       (SELECT count(*) FROM nums
+         WHERE (SELECT bloom_agg(v, 1000, 0.01) FROM a WHERE v <= k * 10) |
+               (SELECT bloom_agg(v, 1000, 0.01) FROM c WHERE v <= 20000 + k * 10) @> b
+           AND (b <= k * 10 OR b BETWEEN 20001 AND 20000 + k * 10)) AS found_bloom
+  FROM groups ORDER BY k;
+
+DROP SCHEMA merge_once CASCADE;
