@@ -9,9 +9,10 @@
 #   build_and_install    -Werror build of the extension, then `make install`
 #   pgxs_make ARGS...    make in the repository against PostgreSQL 15
 #   start_cluster [--in DIR] [--postgres EXE] [--env NAME=VALUE]... [SETTING...]
-#                        throwaway PostgreSQL 15 cluster on a free port, stopped on exit
+#                        throwaway PostgreSQL 15 cluster on a free port, stopped on exit;
+#                        called again, another one next to it
 #   stop_cluster [--keep]
-#                        stop it and remove its files (safe to call twice)
+#                        stop them all and remove their files (safe to call twice)
 #   run_psql ARGS...     psql that ignores ~/.psqlrc and stops at the first error
 #   exec_ms SQL          server-side execution time of one run of SQL, in ms
 #   median_exec_ms RUNS SQL
@@ -142,7 +143,10 @@ build_and_install() {
 # Throwaway cluster
 # ---------------------------------------------------------------------------
 
+# The directory of the cluster started last (the one the libpq environment points
+# at), and those of every cluster started and not stopped yet, in starting order.
 AMQ_CLUSTER_DIR=
+AMQ_CLUSTER_DIRS=()
 
 # The user the server runs as: never root.
 cluster_owner() {
@@ -185,15 +189,17 @@ find_free_port() {
 
 # Start a throwaway cluster and point the libpq environment at it.  Extra arguments
 # are postgresql.conf lines ("work_mem = '64MB'") appended after the defaults, so
-# they win.  Two scripts may each run one at the same time: each has its own data
-# and socket directories.  Options, before the settings:
+# they win.  Several scripts may each run some at the same time, and one script
+# several (a coordinator and its shards, say: each call starts one more, on its own
+# port, and the caller notes PGHOST and PGPORT after each): every cluster has its
+# own data and socket directories.  Options, before the settings:
 #   --in DIR        make the cluster's directory (data/, socket/, server.log) in DIR,
 #                   which the server's user must be able to enter, instead of /tmp
 #   --postgres EXE  run this server executable instead of $PG_BIN/postgres
 #   --env NAME=VALUE
 #                   add to the server's environment (pg_ctl, which starts it, and
 #                   the shell pg_ctl starts it through get it too)
-# The cluster is stopped on exit: start_cluster sets an EXIT trap unless the caller
+# The clusters are stopped on exit: start_cluster sets an EXIT trap unless the caller
 # has one, which must then call stop_cluster itself.
 start_cluster() {
 	local owner port data sockdir setting parent=/tmp
@@ -207,11 +213,11 @@ start_cluster() {
 			*) break ;;
 		esac
 	done
-	[ -z "$AMQ_CLUSTER_DIR" ] || die "start_cluster: a cluster is already running"
 	owner=$(cluster_owner)
 	port=$(find_free_port)
 
 	AMQ_CLUSTER_DIR=$(mktemp -d "$parent/amqfilter-pg.XXXXXX")
+	AMQ_CLUSTER_DIRS+=("$AMQ_CLUSTER_DIR")
 	[ -n "$(trap -p EXIT)" ] || trap stop_cluster EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
@@ -275,13 +281,22 @@ wait_until_ready() {
 	die "the server is not accepting connections on $PGHOST port $PGPORT"
 }
 
-# Stop the throwaway cluster and remove its files, or with --keep leave them (the
-# caller reads its logs, then removes them).  Runs from the EXIT trap, so it must
-# not fail, and does nothing when no cluster is running.
+# Stop every throwaway cluster this shell started, newest first, and remove their
+# files, or with --keep leave them (the caller reads their logs, then removes them).
+# Runs from the EXIT trap, so it must not fail, and does nothing when no cluster is
+# running.
 stop_cluster() {
-	local dir=$AMQ_CLUSTER_DIR
-	[ -n "$dir" ] || return 0
+	local dirs=("${AMQ_CLUSTER_DIRS[@]}") i
 	AMQ_CLUSTER_DIR=
+	AMQ_CLUSTER_DIRS=()
+	for ((i = ${#dirs[@]} - 1; i >= 0; i--)); do
+		stop_one_cluster "${dirs[i]}" "${1:-}"
+	done
+	unset PGHOST PGPORT PGUSER PGDATABASE
+}
+
+stop_one_cluster() {
+	local dir=$1 keep=$2
 	if [ -f "$dir/data/postmaster.pid" ]; then
 		as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$dir/data" --mode=fast --wait \
 			--timeout=60 stop >/dev/null 2>&1 \
@@ -289,8 +304,7 @@ stop_cluster() {
 				--wait stop >/dev/null 2>&1 \
 			|| echo "warning: could not stop the server in $dir/data" >&2
 	fi
-	unset PGHOST PGPORT PGUSER PGDATABASE
-	if [ "${1:-}" = --keep ]; then
+	if [ "$keep" = --keep ]; then
 		log "cluster: stopped, files kept in $dir"
 		return 0
 	fi
