@@ -109,19 +109,23 @@ bloom_owned_to_varlena(const void *filter, const uint64 *hashes, int count,
  */
 AMQ_AGG_FUNCTIONS(bloom)
 
-/* bloom_agg_transfn(internal, anyelement, n, p [, layout]) */
-Datum
-bloom_agg_transfn(PG_FUNCTION_ARGS)
+/* The sizing arguments n, p [, layout] of a bloom_agg_transfn call. */
+static void
+bloom_agg_read_sizing(FunctionCallInfo fcinfo, AmqAggSizing *sizing)
 {
-	AmqAggSizing sizing;
-
 	if (PG_ARGISNULL(2) || PG_ARGISNULL(3) || (PG_NARGS() > 4 && PG_ARGISNULL(4)))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("bloom_agg arguments n, p and layout must not be null")));
-	sizing.n = PG_GETARG_INT64(2);
-	sizing.p = PG_GETARG_FLOAT8(3);
-	sizing.layout = PG_NARGS() > 4 ? amq_bloom_parse_layout(PG_GETARG_TEXT_PP(4))
+	sizing->n = PG_GETARG_INT64(2);
+	sizing->p = PG_GETARG_FLOAT8(3);
+	sizing->layout = PG_NARGS() > 4 ? amq_bloom_parse_layout(PG_GETARG_TEXT_PP(4))
 		: AMQ_BLOOM_LAYOUT_BLOCKED;
-	return amq_agg_transfn(fcinfo, &bloom_agg_type, &sizing);
+}
+
+/* bloom_agg_transfn(internal, anyelement, n, p [, layout]) */
+Datum
+bloom_agg_transfn(PG_FUNCTION_ARGS)
+{
+	return amq_agg_transfn(fcinfo, &bloom_agg_type, bloom_agg_read_sizing);
 }

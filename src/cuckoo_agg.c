@@ -111,18 +111,22 @@ cuckoo_owned_to_varlena(const void *filter, const uint64 *hashes, int count,
  */
 AMQ_AGG_FUNCTIONS(cuckoo)
 
-/* cuckoo_agg_transfn(internal, anyelement, n, p) */
-Datum
-cuckoo_agg_transfn(PG_FUNCTION_ARGS)
+/* The sizing arguments n, p of a cuckoo_agg_transfn call. */
+static void
+cuckoo_agg_read_sizing(FunctionCallInfo fcinfo, AmqAggSizing *sizing)
 {
-	AmqAggSizing sizing;
-
 	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("cuckoo_agg arguments n and p must not be null")));
-	sizing.n = PG_GETARG_INT64(2);
-	sizing.p = PG_GETARG_FLOAT8(3);
-	sizing.layout = 0;
-	return amq_agg_transfn(fcinfo, &cuckoo_agg_type, &sizing);
+	sizing->n = PG_GETARG_INT64(2);
+	sizing->p = PG_GETARG_FLOAT8(3);
+	sizing->layout = 0;
+}
+
+/* cuckoo_agg_transfn(internal, anyelement, n, p) */
+Datum
+cuckoo_agg_transfn(PG_FUNCTION_ARGS)
+{
+	return amq_agg_transfn(fcinfo, &cuckoo_agg_type, cuckoo_agg_read_sizing);
 }

@@ -26,6 +26,8 @@
  */
 #include "postgres.h"
 
+#include "nodes/primnodes.h"
+
 #include "filter_glue.h"
 
 /* A new state holding an owned filter, in the aggregate context. */
@@ -36,6 +38,9 @@ state_new(MemoryContext aggcxt, const AmqAggType *type, void *filter)
 
 	state->type = type;
 	state->filter = filter;
+	state->hasher = NULL;
+	state->seed = 0;
+	state->sizing_fixed = false;
 	state->pending_family = 0;
 	state->npending = 0;
 	return state;
@@ -51,27 +56,68 @@ add_pending(const AmqAggState *state, void *filter)
 }
 
 /*
+ * True if every sizing argument of the aggregate call (all but the first,
+ * the value) is a constant: then every row has the sizing of the first.
+ */
+static bool
+sizing_is_constant(FunctionCallInfo fcinfo)
+{
+	Aggref	   *aggref = AggGetAggref(fcinfo);
+	ListCell   *lc;
+
+	if (aggref == NULL)
+		return false;
+	for_each_from(lc, aggref->args, 1)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		if (!IsA(tle->expr, Const))
+			return false;
+	}
+	return true;
+}
+
+/*
  * Transition of an aggregate over values (internal, anyelement, sizing
  * arguments...).  NULL values are skipped, but the first row still sizes
  * the filter, so a group of only NULLs yields an empty filter of the
  * requested size.  The sizing arguments must be the same on every row.
+ *
+ * This runs once per row, so everything that can be done once per group is
+ * done on its first row and kept in the state: the hasher, the seed, and
+ * whether the sizing arguments are constants (the usual case), which then
+ * need no reading and checking on later rows.
  */
 Datum
 amq_agg_transfn(FunctionCallInfo fcinfo, const AmqAggType *type,
-				const AmqAggSizing *sizing)
+				AmqAggReadSizing read_sizing)
 {
-	MemoryContext aggcxt = amq_aggregate_context(fcinfo, type->agg_name);
 	AmqAggState *state = PG_ARGISNULL(0) ? NULL : (AmqAggState *) PG_GETARG_POINTER(0);
 	AmqHasher  *hasher;
+	AmqAggSizing sizing;
 
-	if (state == NULL)
-		state = state_new(aggcxt, type, type->create(aggcxt, sizing));
-	else
-		type->check_sizing(state->filter, sizing);
+	if (unlikely(state == NULL))
+	{
+		MemoryContext aggcxt = amq_aggregate_context(fcinfo, type->agg_name);
+
+		read_sizing(fcinfo, &sizing);
+		state = state_new(aggcxt, type, type->create(aggcxt, &sizing));
+		state->sizing_fixed = sizing_is_constant(fcinfo);
+	}
+	else if (!state->sizing_fixed)
+	{
+		read_sizing(fcinfo, &sizing);
+		type->check_sizing(state->filter, &sizing);
+	}
 	if (PG_ARGISNULL(1))
 		PG_RETURN_POINTER(state);
 
-	hasher = amq_hasher_get(fcinfo, 1);
+	if (unlikely(state->hasher == NULL))
+	{
+		state->hasher = amq_hasher_get(fcinfo, 1);
+		state->seed = type->seed(state->filter);
+	}
+	hasher = state->hasher;
 	if (state->npending == AMQ_AGG_BATCH)
 	{
 		add_pending(state, state->filter);
@@ -79,8 +125,7 @@ amq_agg_transfn(FunctionCallInfo fcinfo, const AmqAggType *type,
 	}
 	state->pending_family = hasher->family;
 	state->pending[state->npending++] =
-		amq_hash_datum(hasher, PG_GETARG_DATUM(1), type->seed(state->filter),
-					   hasher->family);
+		amq_hash_datum(hasher, PG_GETARG_DATUM(1), state->seed, hasher->family);
 	PG_RETURN_POINTER(state);
 }
 

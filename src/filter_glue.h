@@ -176,13 +176,20 @@ typedef struct AmqAggState
 {
 	const AmqAggType *type;
 	void	   *filter;			/* owned, in the aggregate context */
+	/* what the transition function looked up once for the group */
+	struct AmqHasher *hasher;	/* NULL until the first value */
+	uint64		seed;			/* the filter's */
+	bool		sizing_fixed;	/* the sizing arguments are constants */
 	uint32		pending_family;
 	int			npending;
 	uint64		pending[AMQ_AGG_BATCH];
 } AmqAggState;
 
+/* reads an aggregate's sizing arguments from its transition call */
+typedef void (*AmqAggReadSizing) (FunctionCallInfo fcinfo, AmqAggSizing *sizing);
+
 extern Datum amq_agg_transfn(FunctionCallInfo fcinfo, const AmqAggType *type,
-							 const AmqAggSizing *sizing);
+							 AmqAggReadSizing read_sizing);
 extern Datum amq_agg_combine(FunctionCallInfo fcinfo, const AmqAggType *type,
 							 bool same_sizing);
 extern Datum amq_agg_union_transfn(FunctionCallInfo fcinfo,

@@ -456,9 +456,10 @@ amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed, uint32 family)
 
 		/*
 		 * What hashint2/4/8extended compute for a value in the int4 range
-		 * (hashint8extended's folding leaves such a value unchanged).
+		 * (hashint8extended's folding leaves such a value unchanged), by
+		 * the core's copy of hash_uint32_extended.
 		 */
-		return hash_uint32_extended((uint32) (int32) v, seed);
+		return amq_hash_uint32_pg((uint32) (int32) v, seed);
 	}
 	return DatumGetUInt64(FunctionCall2Coll((FmgrInfo *) &hasher->proc,
 											hasher->collation, value,

@@ -15,6 +15,13 @@
  * holds; values outside it cannot equal any int2 or int4, so they are free
  * to use a full 64-bit hash: fmix64 of the value xor the seed, itself a
  * bijection, so distinct wide values never collide.
+ *
+ * amq_hash_uint32_pg is PostgreSQL's hash_bytes_uint32_extended (Bob
+ * Jenkins' lookup3 on one 32-bit word, common/hashfn.c), bit for bit: what
+ * hashint2extended, hashint4extended and hashint8extended compute for a
+ * value in the int4 range.  A copy here lets the aggregates hash integer
+ * keys without a call into the server per value; test/test_hash.c checks
+ * it against values PostgreSQL computed.
  */
 #ifndef AMQ_HASH_H
 #define AMQ_HASH_H
@@ -37,6 +44,54 @@ static inline uint64_t
 amq_hash_wide_int64(int64_t v, uint64_t seed)
 {
 	return amq_fmix64((uint64_t) v ^ seed);
+}
+
+static inline uint32_t
+amq_rotl32(uint32_t x, int k)
+{
+	return (x << k) | (x >> (32 - k));
+}
+
+/* lookup3's mix() and final() */
+#define AMQ_LOOKUP3_MIX(a, b, c) \
+do { \
+	a -= c; a ^= amq_rotl32(c, 4); c += b; \
+	b -= a; b ^= amq_rotl32(a, 6); a += c; \
+	c -= b; c ^= amq_rotl32(b, 8); b += a; \
+	a -= c; a ^= amq_rotl32(c, 16); c += b; \
+	b -= a; b ^= amq_rotl32(a, 19); a += c; \
+	c -= b; c ^= amq_rotl32(b, 4); b += a; \
+} while (0)
+
+#define AMQ_LOOKUP3_FINAL(a, b, c) \
+do { \
+	c ^= b; c -= amq_rotl32(b, 14); \
+	a ^= c; a -= amq_rotl32(c, 11); \
+	b ^= a; b -= amq_rotl32(a, 25); \
+	c ^= b; c -= amq_rotl32(b, 16); \
+	a ^= c; a -= amq_rotl32(c, 4); \
+	b ^= a; b -= amq_rotl32(a, 14); \
+	c ^= b; c -= amq_rotl32(b, 24); \
+} while (0)
+
+/* PostgreSQL's hash_bytes_uint32_extended(k, seed). */
+static inline uint64_t
+amq_hash_uint32_pg(uint32_t k, uint64_t seed)
+{
+	uint32_t	a,
+				b,
+				c;
+
+	a = b = c = UINT32_C(0x9e3779b9) + (uint32_t) sizeof(uint32_t) + 3923095;
+	if (seed != 0)
+	{
+		a += (uint32_t) (seed >> 32);
+		b += (uint32_t) seed;
+		AMQ_LOOKUP3_MIX(a, b, c);
+	}
+	a += k;
+	AMQ_LOOKUP3_FINAL(a, b, c);
+	return ((uint64_t) b << 32) | c;
 }
 
 #endif							/* AMQ_HASH_H */
