@@ -482,11 +482,15 @@ amq_bloom_init_empty(uint8_t *buf)
  * The validator: every check depends on the header and len only, in the
  * order of the status codes, so the first broken rule is the one reported.
  * Nothing past the header is read, and no header byte is read before len
- * is known to cover the header.
+ * is known to cover the header.  header holds the first bytes of a value
+ * of len bytes, at least AMQ_BLOOM_HEADER_SIZE of them when len allows;
+ * the view it fills points nowhere (amq_bloom_open points it at the
+ * bytes).
  */
 amq_status
-amq_bloom_open(const uint8_t *buf, size_t len, amq_bloom_view *view)
+amq_bloom_open_header(const uint8_t *header, size_t len, amq_bloom_view *view)
 {
+	const uint8_t *buf = header;
 	int			layout;
 	uint32_t	family;
 	uint32_t	hashes;
@@ -554,8 +558,8 @@ amq_bloom_open(const uint8_t *buf, size_t len, amq_bloom_view *view)
 	if (len != AMQ_BLOOM_HEADER_SIZE + (size_t) (nbits / 8))
 		return AMQ_ERR_LENGTH;
 
-	view->base = (uint8_t *) buf;
-	view->bits = (uint8_t *) buf + AMQ_BLOOM_HEADER_SIZE;
+	view->base = NULL;
+	view->bits = NULL;
 	view->layout = layout;
 	view->hash_scheme = buf[OFF_SCHEME];
 	view->family = family;
@@ -567,6 +571,29 @@ amq_bloom_open(const uint8_t *buf, size_t len, amq_bloom_view *view)
 	view->capacity = capacity;
 	view->target_fpr = target_fpr;
 	view->inserted = inserted;
+	return AMQ_OK;
+}
+
+amq_status
+amq_bloom_open_read(amq_read_fn read, void *ctx, size_t len,
+					amq_bloom_view *view)
+{
+	/* a value too short for a header is refused before anything is read */
+	if (len < AMQ_BLOOM_HEADER_SIZE)
+		return AMQ_ERR_TRUNCATED;
+	return amq_bloom_open_header(read(ctx, 0, AMQ_BLOOM_HEADER_SIZE), len, view);
+}
+
+/* The validator over a whole value in memory. */
+amq_status
+amq_bloom_open(const uint8_t *buf, size_t len, amq_bloom_view *view)
+{
+	amq_status	status = amq_bloom_open_header(buf, len, view);
+
+	if (status != AMQ_OK)
+		return status;
+	view->base = (uint8_t *) buf;
+	view->bits = (uint8_t *) buf + AMQ_BLOOM_HEADER_SIZE;
 	return AMQ_OK;
 }
 
@@ -731,13 +758,16 @@ amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes, size_t count,
 }
 
 /*
- * true if all k bits are set.  Stops at the first clear bit: most probes of
- * absent keys end after one or two bits.
+ * true if all k bits are set, reading the bits through read (offsets from
+ * the value's first byte).  Stops at the first clear bit: most probes of
+ * absent keys end after one or two bits.  A blocked probe reads its one
+ * block; a classic probe reads one byte per bit it tests.  Inlined into
+ * both callers, so in memory the reads are plain loads.
  */
-bool
-amq_bloom_may_contain(const amq_bloom_view *view, uint64_t hash)
+static inline bool
+may_contain(const amq_bloom_view *view, uint64_t hash, amq_read_fn read,
+			void *ctx)
 {
-	const uint8_t *bits = view->bits;
 	uint64_t	h1 = hash;
 	uint64_t	h2 = fmix64(hash);
 	uint32_t	k = view->hashes;
@@ -748,7 +778,9 @@ amq_bloom_may_contain(const amq_bloom_view *view, uint64_t hash)
 
 	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
 	{
-		const uint8_t *block = bits + fastrange64(h1, view->nblocks) * BLOCK_BYTES;
+		const uint8_t *block = read(ctx, AMQ_BLOOM_HEADER_SIZE +
+									fastrange64(h1, view->nblocks) * BLOCK_BYTES,
+									BLOCK_BYTES);
 		block_bits	stream;
 
 		block_bits_start(&stream, h2);
@@ -767,12 +799,33 @@ amq_bloom_may_contain(const amq_bloom_view *view, uint64_t hash)
 		for (i = 0; i < k; i++, x += h2)
 		{
 			uint64_t	pos = fastrange64(x, view->nbits);
+			const uint8_t *byte = read(ctx, AMQ_BLOOM_HEADER_SIZE + (pos >> 3), 1);
 
-			if ((bits[pos >> 3] & (1u << (pos & 7))) == 0)
+			if ((*byte & (1u << (pos & 7))) == 0)
 				return false;
 		}
 	}
 	return true;
+}
+
+bool
+amq_bloom_may_contain(const amq_bloom_view *view, uint64_t hash)
+{
+	return may_contain(view, hash, amq_read_in_memory, view->base);
+}
+
+bool
+amq_bloom_probe_reads(const amq_bloom_view *view)
+{
+	return view->layout == AMQ_BLOOM_LAYOUT_BLOCKED ||
+		view->layout == AMQ_BLOOM_LAYOUT_CLASSIC;
+}
+
+bool
+amq_bloom_may_contain_read(const amq_bloom_view *view, uint64_t hash,
+						   amq_read_fn read, void *ctx)
+{
+	return may_contain(view, hash, read, ctx);
 }
 
 /* ----------------------------------------------------------------

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "amq_read.h"
 #include "amq_status.h"
 
 #define AMQ_BLOOM_MAGIC			"AMQB"
@@ -119,6 +120,21 @@ extern amq_status amq_bloom_open(const uint8_t *buf, size_t len,
 								 amq_bloom_view *view);
 
 /*
+ * The same validator given only the value's header: header holds its first
+ * AMQ_BLOOM_HEADER_SIZE bytes (or all of them, when len is smaller) and len
+ * is the length of the whole value, as recorded wherever it is stored.
+ * Every rule is checked, the exact total length included, so a view it
+ * accepts describes bits that all lie inside the value.  The view's base
+ * and bits are NULL: probe it with amq_bloom_may_contain_read.
+ */
+extern amq_status amq_bloom_open_header(const uint8_t *header, size_t len,
+										amq_bloom_view *view);
+
+/* amq_bloom_open_header over a header read through read (see amq_read.h). */
+extern amq_status amq_bloom_open_read(amq_read_fn read, void *ctx, size_t len,
+									  amq_bloom_view *view);
+
+/*
  * Sets the key's bits; binds the family if unbound; counts the addition.
  * family must be nonzero (an unbound filter with a count fails validation),
  * and the view must not be the sizeless empty filter (a no-op there).
@@ -134,6 +150,17 @@ extern void amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes,
 
 /* false means the key was certainly never added. */
 extern bool amq_bloom_may_contain(const amq_bloom_view *view, uint64_t hash);
+
+/*
+ * The same answer for a value not in memory, read through read (see
+ * amq_read.h): one 64-byte block (blocked), or one byte per bit tested
+ * (classic, at most k).  Only for layouts amq_bloom_probe_reads accepts;
+ * others are probed in memory.
+ */
+extern bool amq_bloom_probe_reads(const amq_bloom_view *view);
+extern bool amq_bloom_may_contain_read(const amq_bloom_view *view,
+									   uint64_t hash, amq_read_fn read,
+									   void *ctx);
 
 /*
  * Checks that src can be merged into dst: same layout, bits, hashes, seed

@@ -215,17 +215,19 @@ slot_set(uint8_t *words, uint64_t pos, uint32_t f, uint32_t fp)
 	store_le64(p, (w & ~mask) | ((uint64_t) fp << shift));
 }
 
-/* The four fingerprints of bucket b. */
+/*
+ * The four fingerprints of a bucket whose first bit is bit shift (0..7) of
+ * the byte at p.  Reads up to ((shift + 3f) >> 3) + 8 bytes from p.
+ */
 static inline void
-bucket_read(const uint8_t *words, uint64_t b, uint32_t f, uint32_t out[4])
+bucket_read_at(const uint8_t *p, unsigned shift, uint32_t f, uint32_t out[4])
 {
-	uint64_t	bit = b * 4 * f;
 	uint32_t	mask = fp_mask(f);
 
 	if (f <= 14)
 	{
 		/* 4f + 7 <= 63: the whole bucket comes with one load */
-		uint64_t	w = load_le64(words + (bit >> 3)) >> (bit & 7);
+		uint64_t	w = load_le64(p) >> shift;
 
 		out[0] = (uint32_t) w & mask;
 		out[1] = (uint32_t) (w >> f) & mask;
@@ -234,11 +236,24 @@ bucket_read(const uint8_t *words, uint64_t b, uint32_t f, uint32_t out[4])
 	}
 	else
 	{
-		out[0] = slot_get(words, 4 * b, f);
-		out[1] = slot_get(words, 4 * b + 1, f);
-		out[2] = slot_get(words, 4 * b + 2, f);
-		out[3] = slot_get(words, 4 * b + 3, f);
+		unsigned	s;
+
+		for (s = 0; s < 4; s++)
+		{
+			unsigned	bit = shift + s * f;
+
+			out[s] = (uint32_t) (load_le64(p + (bit >> 3)) >> (bit & 7)) & mask;
+		}
 	}
+}
+
+/* The four fingerprints of bucket b. */
+static inline void
+bucket_read(const uint8_t *words, uint64_t b, uint32_t f, uint32_t out[4])
+{
+	uint64_t	bit = b * 4 * f;
+
+	bucket_read_at(words + (bit >> 3), (unsigned) (bit & 7), f, out);
 }
 
 /* Slot of bucket b holding fp (fp = 0: a free slot), or -1. */
@@ -257,16 +272,6 @@ bucket_find(const uint8_t *words, uint64_t b, uint32_t f, uint32_t fp)
 	if (s[3] == fp)
 		return 3;
 	return -1;
-}
-
-/* Copies of fp in bucket b. */
-static inline unsigned
-bucket_count(const uint8_t *words, uint64_t b, uint32_t f, uint32_t fp)
-{
-	uint32_t	s[4];
-
-	bucket_read(words, b, f, s);
-	return (unsigned) (s[0] == fp) + (s[1] == fp) + (s[2] == fp) + (s[3] == fp);
 }
 
 /* ----------------------------------------------------------------
@@ -290,21 +295,29 @@ log2_floor(uint64_t x)
 }
 
 /*
- * Decodes the table at p of a filter whose first table has base buckets.
- * Every table has base * 2^level buckets (the validator checks it).
+ * Decodes the fields of a table from its header bytes hdr, in a filter whose
+ * first table has base buckets (header and words are left alone).  Every
+ * table has base * 2^level buckets (the validator checks it).
  */
+static inline void
+table_fields(const uint8_t *hdr, uint32_t f, uint64_t base, amq_cuckoo_table *t)
+{
+	t->buckets = get_u64(hdr + T_BUCKETS);
+	t->base = base;
+	t->level = log2_floor(t->buckets) - log2_floor(base);
+	t->items = get_u64(hdr + T_ITEMS);
+	t->victim_bucket = get_u64(hdr + T_VICTIM_BUCKET);
+	t->victim_fp = get_u32(hdr + T_VICTIM_FP);
+	t->bytes = AMQ_CUCKOO_TABLE_HEADER_SIZE + (size_t) table_words(t->buckets, f) * 8;
+}
+
+/* Decodes the table at p, in memory. */
 static inline void
 table_decode(uint8_t *p, uint32_t f, uint64_t base, amq_cuckoo_table *t)
 {
 	t->header = p;
 	t->words = p + AMQ_CUCKOO_TABLE_HEADER_SIZE;
-	t->buckets = get_u64(p + T_BUCKETS);
-	t->base = base;
-	t->level = log2_floor(t->buckets) - log2_floor(base);
-	t->items = get_u64(p + T_ITEMS);
-	t->victim_bucket = get_u64(p + T_VICTIM_BUCKET);
-	t->victim_fp = get_u32(p + T_VICTIM_FP);
-	t->bytes = AMQ_CUCKOO_TABLE_HEADER_SIZE + (size_t) table_words(t->buckets, f) * 8;
+	table_fields(p, f, base, t);
 }
 
 static inline uint8_t *
@@ -660,20 +673,23 @@ all_zero(const uint8_t *p, size_t len)
 }
 
 /*
- * Checks one table whose header starts at p, with avail bytes left in the
- * buffer.  Reads only the table header and the last two words.
+ * Checks the table whose header starts at offset off of a value of len
+ * bytes.  Reads only the table header and the last two words, through read.
  */
 static amq_status
-check_table(uint8_t *p, size_t avail, uint32_t f, uint64_t *base,
-			amq_cuckoo_table *t)
+check_table(amq_read_fn read, void *ctx, size_t off, size_t len, uint32_t f,
+			uint64_t *base, amq_cuckoo_table *t)
 {
+	const uint8_t *hdr;
+	const uint8_t *tail;
 	uint64_t	buckets;
 	uint64_t	bits;
 	uint64_t	words;
 
-	if (avail < AMQ_CUCKOO_TABLE_HEADER_SIZE)
+	if (len - off < AMQ_CUCKOO_TABLE_HEADER_SIZE)
 		return AMQ_ERR_LENGTH;
-	buckets = get_u64(p + T_BUCKETS);
+	hdr = read(ctx, off, AMQ_CUCKOO_TABLE_HEADER_SIZE);
+	buckets = get_u64(hdr + T_BUCKETS);
 	if (buckets < 1 || buckets > MAX_BUCKETS)
 		return AMQ_ERR_GEOMETRY;
 	/* the first table sets the base; every table has base * 2^level buckets */
@@ -681,32 +697,36 @@ check_table(uint8_t *p, size_t avail, uint32_t f, uint64_t *base,
 		*base = buckets;
 	if (buckets % *base != 0 || ((buckets / *base) & (buckets / *base - 1)) != 0)
 		return AMQ_ERR_GEOMETRY;
-	table_decode(p, f, *base, t);
-	if (t->bytes > avail)
+	table_fields(hdr, f, *base, t);
+	if (t->bytes > len - off)
 		return AMQ_ERR_LENGTH;
 	if (t->victim_fp > fp_mask(f) || t->victim_bucket >= buckets ||
 		(t->victim_fp == 0 && t->victim_bucket != 0))
 		return AMQ_ERR_GEOMETRY;
 	if (t->items > TABLE_SLOTS(buckets))
 		return AMQ_ERR_COUNT;
-	if (get_u32(p + T_RESERVED) != 0)
+	if (get_u32(hdr + T_RESERVED) != 0)
 		return AMQ_ERR_RESERVED;
 
-	/* padding: the last word, and the bits past the slots in the one before */
+	/*
+	 * padding: the last word, and the bits past the slots in the one before
+	 * (a table has at least two words)
+	 */
 	bits = 4 * buckets * f;
 	words = table_words(buckets, f);
-	if (load_le64(t->words + (words - 1) * 8) != 0)
+	tail = read(ctx, off + AMQ_CUCKOO_TABLE_HEADER_SIZE + (size_t) (words - 2) * 8, 16);
+	if (load_le64(tail + 8) != 0)
 		return AMQ_ERR_RESERVED;
-	if (bits % 64 != 0 &&
-		(load_le64(t->words + (words - 2) * 8) >> (bits % 64)) != 0)
+	if (bits % 64 != 0 && (load_le64(tail) >> (bits % 64)) != 0)
 		return AMQ_ERR_RESERVED;
 	return AMQ_OK;
 }
 
 amq_status
-amq_cuckoo_open(const uint8_t *buf, size_t len, amq_cuckoo_view *view)
+amq_cuckoo_open_read(amq_read_fn read, void *ctx, size_t len,
+					 amq_cuckoo_view *view)
 {
-	uint8_t    *base = (uint8_t *) buf;
+	uint8_t		head[AMQ_CUCKOO_HEADER_SIZE];
 	uint32_t	f;
 	uint32_t	tables;
 	uint32_t	family;
@@ -722,31 +742,33 @@ amq_cuckoo_open(const uint8_t *buf, size_t len, amq_cuckoo_view *view)
 
 	if (len < AMQ_CUCKOO_HEADER_SIZE)
 		return AMQ_ERR_TRUNCATED;
-	if (memcmp(base + OFF_MAGIC, AMQ_CUCKOO_MAGIC, 4) != 0)
+	/* a copy: the table checks read on */
+	memcpy(head, read(ctx, 0, AMQ_CUCKOO_HEADER_SIZE), AMQ_CUCKOO_HEADER_SIZE);
+	if (memcmp(head + OFF_MAGIC, AMQ_CUCKOO_MAGIC, 4) != 0)
 		return AMQ_ERR_MAGIC;
-	if (base[OFF_VERSION] != AMQ_CUCKOO_VERSION)
+	if (head[OFF_VERSION] != AMQ_CUCKOO_VERSION)
 		return AMQ_ERR_VERSION;
-	if (base[OFF_SCHEME] != HASH_SCHEME_PG_EXTENDED)
+	if (head[OFF_SCHEME] != HASH_SCHEME_PG_EXTENDED)
 		return AMQ_ERR_HASH_SCHEME;
-	if (get_u32(base + OFF_FLAGS) != 0 ||
-		!all_zero(base + OFF_RESERVED, AMQ_CUCKOO_HEADER_SIZE - OFF_RESERVED))
+	if (get_u32(head + OFF_FLAGS) != 0 ||
+		!all_zero(head + OFF_RESERVED, AMQ_CUCKOO_HEADER_SIZE - OFF_RESERVED))
 		return AMQ_ERR_RESERVED;
 
-	f = base[OFF_FP_BITS];
-	tables = get_u32(base + OFF_TABLES);
-	family = get_u32(base + OFF_FAMILY);
-	capacity = get_u64(base + OFF_CAPACITY);
-	fpr_bits = get_u64(base + OFF_TARGET_FPR);
-	target_fpr = get_f64(base + OFF_TARGET_FPR);
+	f = head[OFF_FP_BITS];
+	tables = get_u32(head + OFF_TABLES);
+	family = get_u32(head + OFF_FAMILY);
+	capacity = get_u64(head + OFF_CAPACITY);
+	fpr_bits = get_u64(head + OFF_TARGET_FPR);
+	target_fpr = get_f64(head + OFF_TARGET_FPR);
 
 	if (tables == 0)
 	{
 		/* the sizeless empty filter: every other field zero */
-		if (base[OFF_BUCKET_SIZE] != 0 || f != 0 || capacity != 0 ||
-			fpr_bits != 0 || get_u64(base + OFF_SEED) != 0 || family != 0)
+		if (head[OFF_BUCKET_SIZE] != 0 || f != 0 || capacity != 0 ||
+			fpr_bits != 0 || get_u64(head + OFF_SEED) != 0 || family != 0)
 			return AMQ_ERR_GEOMETRY;
 	}
-	else if (base[OFF_BUCKET_SIZE] != AMQ_CUCKOO_BUCKET_SIZE ||
+	else if (head[OFF_BUCKET_SIZE] != AMQ_CUCKOO_BUCKET_SIZE ||
 			 f < AMQ_CUCKOO_MIN_FP_BITS || f > AMQ_CUCKOO_MAX_FP_BITS ||
 			 capacity < 1 || !(target_fpr > 0.0 && target_fpr < 1.0))
 		return AMQ_ERR_GEOMETRY;
@@ -755,7 +777,7 @@ amq_cuckoo_open(const uint8_t *buf, size_t len, amq_cuckoo_view *view)
 	for (t = 0; t < tables; t++)
 	{
 		amq_cuckoo_table table;
-		amq_status	status = check_table(base + off, len - off, f,
+		amq_status	status = check_table(read, ctx, off, len, f,
 										 &base_buckets, &table);
 
 		if (status != AMQ_OK)
@@ -773,13 +795,13 @@ amq_cuckoo_open(const uint8_t *buf, size_t len, amq_cuckoo_view *view)
 	if (len > AMQ_CUCKOO_MAX_BYTES)
 		return AMQ_ERR_TOO_LARGE;
 
-	view->base = base;
+	view->base = NULL;
 	view->bytes = len;
-	view->hash_scheme = base[OFF_SCHEME];
+	view->hash_scheme = head[OFF_SCHEME];
 	view->fp_bits = f;
 	view->family = family;
 	view->tables = tables;
-	view->seed = get_u64(base + OFF_SEED);
+	view->seed = get_u64(head + OFF_SEED);
 	view->capacity = capacity;
 	view->target_fpr = target_fpr;
 	view->items = items;
@@ -787,6 +809,17 @@ amq_cuckoo_open(const uint8_t *buf, size_t len, amq_cuckoo_view *view)
 	view->base_buckets = base_buckets;
 	view->last_offset = last_offset;
 	return AMQ_OK;
+}
+
+amq_status
+amq_cuckoo_open(const uint8_t *buf, size_t len, amq_cuckoo_view *view)
+{
+	amq_status	status = amq_cuckoo_open_read(amq_read_in_memory, (void *) buf,
+											  len, view);
+
+	if (status == AMQ_OK)
+		view->base = (uint8_t *) buf;
+	return status;
 }
 
 /* ----------------------------------------------------------------
@@ -1049,40 +1082,102 @@ amq_cuckoo_delete(amq_cuckoo_view *view, uint64_t hash)
 	return true;
 }
 
+/* Copies of fp among the four fingerprints of a bucket. */
+static inline unsigned
+copies_of(const uint32_t s[4], uint32_t fp)
+{
+	return (unsigned) (s[0] == fp) + (s[1] == fp) + (s[2] == fp) + (s[3] == fp);
+}
+
+/* The fingerprints of bucket b of the table whose words start at words_off. */
+static inline void
+bucket_read_via(amq_read_fn read, void *ctx, size_t words_off, uint64_t b,
+				uint32_t f, uint32_t out[4])
+{
+	uint64_t	bit = b * 4 * f;
+	size_t		first = (size_t) (bit >> 3);
+
+	/* up to the 8-byte load of the last slot: inside the words (FORMAT.md) */
+	bucket_read_at(read(ctx, words_off + first,
+						(size_t) ((bit + 3 * f) >> 3) + 8 - first),
+				   (unsigned) (bit & 7), f, out);
+}
+
+/*
+ * The count of a value (every table: the slots of its pair holding its
+ * fingerprint, and the victim), or with count false just whether it is
+ * nonzero, stopping at the first copy.  Reads each table's header and the
+ * value's two buckets there through read, so the same code probes a filter
+ * in memory (inlined, the reads are loads) and one that is not
+ * (amq_cuckoo_may_contain_read).
+ */
+static inline uint64_t
+lookup(const amq_cuckoo_view *view, uint64_t hash, bool count,
+	   amq_read_fn read, void *ctx)
+{
+	uint64_t	mixed = amq_fmix64(hash);
+	uint32_t	f = view->fp_bits;
+	uint32_t	fp;
+	size_t		off = AMQ_CUCKOO_HEADER_SIZE;
+	uint64_t	n = 0;
+	uint32_t	left;
+
+	if (view->tables == 0)
+		return 0;
+	fp = fingerprint_of_mixed(mixed, f);
+	for (left = view->tables; left > 0; left--)
+	{
+		amq_cuckoo_table t;
+		size_t		words_off = off + AMQ_CUCKOO_TABLE_HEADER_SIZE;
+		uint32_t	slots[4];
+		uint64_t	b1;
+		uint64_t	b2;
+
+		table_fields(read(ctx, off, AMQ_CUCKOO_TABLE_HEADER_SIZE), f,
+					 view->base_buckets, &t);
+		pair_in(&t, mixed, fp, &b1, &b2);
+		bucket_read_via(read, ctx, words_off, b1, f, slots);
+		n += copies_of(slots, fp);
+		if (b2 != b1)
+		{
+			if (n != 0 && !count)
+				return n;
+			bucket_read_via(read, ctx, words_off, b2, f, slots);
+			n += copies_of(slots, fp);
+		}
+		if (victim_in_pair(&t, fp, b1, b2))
+			n++;
+		if (n != 0 && !count)
+			return n;
+		off += t.bytes;
+	}
+	return n;
+}
+
 bool
 amq_cuckoo_may_contain(const amq_cuckoo_view *view, uint64_t hash)
 {
-	pair_walk	w;
-	amq_cuckoo_table t;
-
-	walk_begin(&w, view, hash);
-	while (walk_next(&w, &t))
-	{
-		if (bucket_find(t.words, w.b1, w.f, w.fp) >= 0 ||
-			bucket_find(t.words, w.b2, w.f, w.fp) >= 0 ||
-			victim_in_pair(&t, w.fp, w.b1, w.b2))
-			return true;
-	}
-	return false;
+	return lookup(view, hash, false, amq_read_in_memory, view->base) != 0;
 }
 
 uint64_t
 amq_cuckoo_count(const amq_cuckoo_view *view, uint64_t hash)
 {
-	pair_walk	w;
-	amq_cuckoo_table t;
-	uint64_t	n = 0;
+	return lookup(view, hash, true, amq_read_in_memory, view->base);
+}
 
-	walk_begin(&w, view, hash);
-	while (walk_next(&w, &t))
-	{
-		n += bucket_count(t.words, w.b1, w.f, w.fp);
-		if (w.b2 != w.b1)
-			n += bucket_count(t.words, w.b2, w.f, w.fp);
-		if (victim_in_pair(&t, w.fp, w.b1, w.b2))
-			n++;
-	}
-	return n;
+bool
+amq_cuckoo_may_contain_read(const amq_cuckoo_view *view, uint64_t hash,
+							amq_read_fn read, void *ctx)
+{
+	return lookup(view, hash, false, read, ctx) != 0;
+}
+
+uint64_t
+amq_cuckoo_count_read(const amq_cuckoo_view *view, uint64_t hash,
+					  amq_read_fn read, void *ctx)
+{
+	return lookup(view, hash, true, read, ctx);
 }
 
 /* ----------------------------------------------------------------

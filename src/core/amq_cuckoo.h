@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "amq_read.h"
 #include "amq_status.h"
 
 #define AMQ_CUCKOO_MAGIC			"AMQC"
@@ -204,6 +205,27 @@ extern amq_status amq_cuckoo_open(const uint8_t *buf, size_t len,
 								  amq_cuckoo_view *view);
 
 /*
+ * The same validator over a value not in memory, read through read (see
+ * amq_read.h), len being its length as recorded wherever it is stored: it
+ * reads the header, each table header and the last two words of each
+ * table, one read each (tables + 1 reads of at most 64 bytes), and checks
+ * every rule, the exact total length included, so a view it accepts
+ * describes tables that all lie inside the value.  The view's base is
+ * NULL: probe it with amq_cuckoo_may_contain_read and amq_cuckoo_count_read.
+ * amq_cuckoo_open is this with the bytes in memory.
+ */
+extern amq_status amq_cuckoo_open_read(amq_read_fn read, void *ctx,
+									   size_t len, amq_cuckoo_view *view);
+
+/* Every cuckoo filter can be probed through reads (for the glue's symmetry with bloom). */
+static inline bool
+amq_cuckoo_probe_reads(const amq_cuckoo_view *view)
+{
+	(void) view;
+	return true;
+}
+
+/*
  * The tables of an opened filter in order, each decoded once: first decodes
  * the first table (false for the sizeless empty filter, which has none),
  * next the one after *table (false after the last).  A loop over every table
@@ -284,6 +306,18 @@ extern bool amq_cuckoo_may_contain(const amq_cuckoo_view *view, uint64_t hash);
 
 /* Copies of the value's fingerprint in its buckets: never below the truth. */
 extern uint64_t amq_cuckoo_count(const amq_cuckoo_view *view, uint64_t hash);
+
+/*
+ * The same two answers for a value not in memory, read through read: each
+ * table's header and the value's two buckets there (3 reads per table, at
+ * most; a probe stops at the first copy).
+ */
+extern bool amq_cuckoo_may_contain_read(const amq_cuckoo_view *view,
+										uint64_t hash, amq_read_fn read,
+										void *ctx);
+extern uint64_t amq_cuckoo_count_read(const amq_cuckoo_view *view,
+									  uint64_t hash, amq_read_fn read,
+									  void *ctx);
 
 /*
  * Checks that src can be merged into dst: same fingerprint width, seed and
