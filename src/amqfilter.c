@@ -20,6 +20,7 @@
 #include "access/htup_details.h"
 #include "funcapi.h"
 #include "utils/float.h"
+#include "utils/guc.h"
 #if PG_VERSION_NUM >= 160000
 #include "nodes/miscnodes.h"
 #else
@@ -30,6 +31,36 @@
 #include "amqfilter.h"
 
 PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+int			amq_probe_read = AMQ_PROBE_READ_AUTO;
+
+static const struct config_enum_entry probe_read_options[] = {
+	{"auto", AMQ_PROBE_READ_AUTO, false},
+	{"slices", AMQ_PROBE_READ_SLICES, false},
+	{"whole", AMQ_PROBE_READ_WHOLE, false},
+	{NULL, 0, false}
+};
+
+/* Defines the settings. */
+void
+_PG_init(void)
+{
+	DefineCustomEnumVariable("amqfilter.probe_read",
+							 "How probes read a filter stored out of line.",
+							 "auto reads slices while they cost less than reading the "
+							 "whole value once, slices always reads slices, whole "
+							 "always reads the whole value.",
+							 &amq_probe_read, AMQ_PROBE_READ_AUTO,
+							 probe_read_options, PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+#if PG_VERSION_NUM >= 150000
+	MarkGUCPrefixReserved("amqfilter");
+#else
+	EmitWarningsOnPlaceholders("amqfilter");
+#endif
+}
 
 /* errcode for a validation failure at a gate */
 static int

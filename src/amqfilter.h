@@ -27,6 +27,7 @@
 #include "nodes/nodes.h"
 #include "utils/memutils.h"
 
+#include "core/amq_read.h"
 #include "core/amq_status.h"
 
 /*
@@ -71,11 +72,31 @@ typedef struct AmqFormat
 	size_t		view_size;		/* sizeof the core's view struct */
 	/* the type's one core validator: fills *view on success */
 	amq_status	(*open) (const uint8 *buf, size_t len, void *view);
+	/* the same validator reading the value through read (amq_read.h) */
+	amq_status	(*open_read) (amq_read_fn read, void *ctx, size_t len,
+							  void *view);
+	/* whether a view opened so can be probed through reads */
+	bool		(*probe_reads) (const void *view);
 	/* true for the sizeless empty filter, what aggregates over no rows give */
 	bool		(*is_empty) (const void *view);
 	/* writes the sizeless empty filter, header_size bytes */
 	void		(*init_empty) (uint8 *buf);
 } AmqFormat;
+
+/*
+ * How a probe reads a filter stored out of line, uncompressed
+ * (amqfilter.probe_read; see filter_access.c): slices while they are
+ * cheaper, then the whole value once (auto), always slices, or always the
+ * whole value (what versions before 0.2 did).
+ */
+typedef enum AmqProbeRead
+{
+	AMQ_PROBE_READ_AUTO,
+	AMQ_PROBE_READ_SLICES,
+	AMQ_PROBE_READ_WHOLE
+} AmqProbeRead;
+
+extern int	amq_probe_read;
 
 /* amqfilter.c: mapping core status codes to errors */
 extern bool amq_report_invalid(const AmqFormat *format, amq_status status,

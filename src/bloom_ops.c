@@ -103,19 +103,24 @@ bloom_add(PG_FUNCTION_ARGS)
 static bool
 probe(FunctionCallInfo fcinfo, int filter_arg, int value_arg)
 {
-	AmqCallCache *cache = amq_call_cache(fcinfo);
+	AmqFilterCache *filter = &amq_call_cache(fcinfo)->filter[0];
 	amq_bloom_view view;
 	AmqHasher  *hasher;
+	amq_read_fn read;
+	uint64		hash;
 
-	amq_bloom_arg(fcinfo, filter_arg, &cache->filter[0], &view);
+	/* a stored filter may be read in slices (filter_access.c) */
+	read = amq_filter_probe_arg(fcinfo, filter_arg, filter, &amq_bloom_format,
+								&view);
 	/* look the type up even for an empty filter: errors must not depend on data */
 	hasher = amq_hasher_get(fcinfo, value_arg);
 	if (view.family == 0)
 		return false;
 	amq_check_family(hasher, view.family, "bloom filter");
-	return amq_bloom_may_contain(&view,
-								 amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg),
-												view.seed, view.family));
+	hash = amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg), view.seed,
+						  view.family);
+	return read ? amq_bloom_may_contain_read(&view, hash, read, filter)
+		: amq_bloom_may_contain(&view, hash);
 }
 
 /* bloom_contains(bloom, anyelement): false means certainly not a member */

@@ -133,15 +133,20 @@ cuckoo_delete(PG_FUNCTION_ARGS)
 
 /*
  * The filter argument and the value's hash, for the probes; false when the
- * filter holds no values at all (so no hash is needed).
+ * filter holds no values at all (so no hash is needed).  A stored filter may
+ * be read in slices (filter_access.c): *read is then the function to probe
+ * it with, its context *filter; else NULL.
  */
 static bool
 probe_args(FunctionCallInfo fcinfo, int filter_arg, int value_arg,
-		   amq_cuckoo_view *view, uint64 *hash)
+		   amq_cuckoo_view *view, uint64 *hash, amq_read_fn *read,
+		   AmqFilterCache **filter)
 {
 	AmqHasher  *hasher;
 
-	amq_cuckoo_arg(fcinfo, filter_arg, &amq_call_cache(fcinfo)->filter[0], view);
+	*filter = &amq_call_cache(fcinfo)->filter[0];
+	*read = amq_filter_probe_arg(fcinfo, filter_arg, *filter,
+								 &amq_cuckoo_format, view);
 	/* look the type up even for an empty filter: errors must not depend on data */
 	hasher = amq_hasher_get(fcinfo, value_arg);
 	if (view->family == 0)
@@ -158,9 +163,13 @@ probe(FunctionCallInfo fcinfo, int filter_arg, int value_arg)
 {
 	amq_cuckoo_view view;
 	uint64		hash;
+	amq_read_fn read;
+	AmqFilterCache *filter;
 
-	return probe_args(fcinfo, filter_arg, value_arg, &view, &hash) &&
-		amq_cuckoo_may_contain(&view, hash);
+	if (!probe_args(fcinfo, filter_arg, value_arg, &view, &hash, &read, &filter))
+		return false;
+	return read ? amq_cuckoo_may_contain_read(&view, hash, read, filter)
+		: amq_cuckoo_may_contain(&view, hash);
 }
 
 /* cuckoo_contains(cuckoo, anyelement): false means certainly not stored */
@@ -187,9 +196,12 @@ cuckoo_count(PG_FUNCTION_ARGS)
 	amq_cuckoo_view view;
 	uint64		hash;
 	uint64		n = 0;
+	amq_read_fn read;
+	AmqFilterCache *filter;
 
-	if (probe_args(fcinfo, 0, 1, &view, &hash))
-		n = amq_cuckoo_count(&view, hash);
+	if (probe_args(fcinfo, 0, 1, &view, &hash, &read, &filter))
+		n = read ? amq_cuckoo_count_read(&view, hash, read, filter)
+			: amq_cuckoo_count(&view, hash);
 	PG_RETURN_INT32(n > PG_INT32_MAX ? PG_INT32_MAX : (int32) n);
 }
 

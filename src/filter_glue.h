@@ -25,14 +25,21 @@ typedef union AmqAnyView
 /* filter_access.c: filter arguments and the per-call cache */
 typedef struct AmqFilterCache
 {
-	bool		valid;
-	Oid			toastrelid;		/* identity of the cached TOASTed value */
+	bool		valid;			/* a detoasted copy is held (alloc, data) */
+	bool		sliced;			/* the value is probed through slices */
+	Oid			toastrelid;		/* identity of the TOASTed value of either */
 	Oid			valueid;
 	void	   *alloc;			/* in fn_mcxt; holds the detoasted copy */
 	uint8	   *data;			/* the filter's bytes inside alloc */
 	size_t		len;
 	bool		opened;			/* view below is filled in */
-	AmqAnyView	view;
+	AmqAnyView	view;			/* of the copy, or of the header (sliced) */
+	/* slice probing (amq_filter_probe_arg) */
+	const AmqFormat *format;
+	struct varlena *pointer;	/* the TOAST pointer of the current call */
+	uint64		slice_reads;	/* slices read from the sliced value */
+	uint64		slice_budget;	/* reads after which a copy is cheaper */
+	uint8		slice[AMQ_READ_MAX];	/* the bytes of the last slice */
 } AmqFilterCache;
 
 struct AmqHasher;
@@ -58,6 +65,9 @@ extern void amq_filter_open_arg(FunctionCallInfo fcinfo, int argno,
 extern struct varlena *amq_merge_cached(FunctionCallInfo fcinfo);
 extern struct varlena *amq_merge_remember(FunctionCallInfo fcinfo,
 										  struct varlena *result);
+extern amq_read_fn amq_filter_probe_arg(FunctionCallInfo fcinfo, int argno,
+										AmqFilterCache *cache,
+										const AmqFormat *format, void *view);
 
 /* hashing.c: values -> 64-bit hashes that agree with the type's equality */
 typedef struct AmqHasher
@@ -91,13 +101,19 @@ extern Datum amq_filter_from_bytea(FunctionCallInfo fcinfo, const AmqFormat *for
 
 /*
  * The AmqFormat amq_<type>_format of a type whose core validator is
- * amq_<type>_open and whose sizeless-empty test is amq_<type>_is_empty, and
+ * amq_<type>_open (amq_<type>_open_read through reads, probed so when
+ * amq_<type>_probe_reads) and whose sizeless-empty test is
+ * amq_<type>_is_empty, and
  * the type's SQL-visible I/O functions.  Expanded once in the type's own
  * file.
  */
 #define AMQ_FORMAT_FUNCTIONS(type, format_version, format_header_size) \
 static amq_status type##_open_any(const uint8 *buf, size_t len, void *view) \
 { return amq_##type##_open(buf, len, view); } \
+static amq_status type##_open_read_any(amq_read_fn read, void *ctx, size_t len, void *view) \
+{ return amq_##type##_open_read(read, ctx, len, view); } \
+static bool type##_probe_reads_any(const void *view) \
+{ return amq_##type##_probe_reads(view); } \
 static bool type##_is_empty_any(const void *view) \
 { return amq_##type##_is_empty(view); } \
 const AmqFormat amq_##type##_format = { \
@@ -106,6 +122,8 @@ const AmqFormat amq_##type##_format = { \
 	.header_size = format_header_size, \
 	.view_size = sizeof(amq_##type##_view), \
 	.open = type##_open_any, \
+	.open_read = type##_open_read_any, \
+	.probe_reads = type##_probe_reads_any, \
 	.is_empty = type##_is_empty_any, \
 	.init_empty = amq_##type##_init_empty, \
 }; \
