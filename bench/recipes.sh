@@ -44,25 +44,10 @@ for v in ROWS PARTS PART_ROWS; do
 	[[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -ge 2 ] || die "$v must be a whole number >= 2"
 done
 
-# time_ms SQL: median execution time in ms, or "timeout" when SQL ran past the
-# statement_timeout.
+# time_ms SQL: median execution time in ms, to 0.001 ms (index lookups take
+# hundredths of a millisecond), or "timeout" when SQL ran past the statement_timeout.
 time_ms() {
-	local sql=$1 i out
-	if ! out=$(run_psql -At -c "EXPLAIN (ANALYZE, TIMING OFF) $sql" 2>&1); then
-		grep -q 'statement timeout' <<<"$out" || die "failed: $sql: $out"
-		echo timeout
-		return
-	fi
-	for ((i = 0; i < RUNS; i++)); do
-		exec_ms "$sql"
-	done | median_fine
-}
-
-# median_fine: the median of the numbers on standard input, to 0.001 ms (index
-# lookups take hundredths of a millisecond).
-median_fine() {
-	sort -g | awk '{ t[NR] = $1 }
-		END { printf "%.3f\n", (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2 }'
+	timed_ms "$RUNS" "$1" 3
 }
 
 # row NAME RECIPE_SQL PLAIN_SQL: time both and record a row of the results.
@@ -173,10 +158,10 @@ bench_trigger() {
 	SQL
 	with=$(for ((i = 1; i <= RUNS; i++)); do
 		exec_ms "INSERT INTO users VALUES ($ROWS + $i, 'new')"
-	done | median_fine)
+	done | median 3)
 	without=$(for ((i = 1; i <= RUNS; i++)); do
 		exec_ms "INSERT INTO users_plain VALUES ($ROWS + $i, 'new')"
-	done | median_fine)
+	done | median 3)
 	lsn=$(run_psql -At -c "SELECT pg_current_wal_insert_lsn()")
 	run_psql -q -c "INSERT INTO users VALUES ($ROWS + 100, 'new')"
 	wal_with=$(run_psql -At -c "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn')")

@@ -17,7 +17,11 @@
 #   exec_ms SQL          server-side execution time of one run of SQL, in ms
 #   median_exec_ms RUNS SQL
 #                        median of RUNS such times
-#   median               median of the numbers on standard input
+#   timed_ms RUNS SQL [DECIMALS]
+#                        the same after a warm-up run, or "timeout"
+#   median [DECIMALS]    median of the numbers on standard input
+#   foreign_scan_rows    rows the foreign scans returned, in the EXPLAIN ANALYZE
+#                        output on standard input
 #   pass MSG, fail MSG   print a check's verdict and count it (PASSES, FAILURES)
 #   checks_summary NAME  print "NAME: N passed, M failed"; non-zero if any failed
 #
@@ -338,13 +342,40 @@ median_exec_ms() {
 	done | median
 }
 
-# median: the median of the numbers on standard input, one a line.
+# median [DECIMALS]: the median of the numbers on standard input, one a line, to
+# DECIMALS places (default 1).
 median() {
-	sort -g | awk '{ t[NR] = $1 }
+	sort -g | awk -v decimals="${1:-1}" '{ t[NR] = $1 }
 		END {
 			if (NR == 0) exit 1
-			printf "%.1f\n", (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
+			printf "%." decimals "f\n", (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
 		}'
+}
+
+# timed_ms RUNS SQL [DECIMALS]: after a warm-up run, the median of RUNS execution
+# times of SQL (exec_ms) to DECIMALS places (default 1), or "timeout" when the
+# warm-up run ran past the statement_timeout; any other error stops the script.
+timed_ms() {
+	local runs=$1 sql=$2 decimals=${3:-1} i out
+	if ! out=$(run_psql -At -c "EXPLAIN (ANALYZE, TIMING OFF) $sql" 2>&1); then
+		grep -q 'statement timeout' <<<"$out" || die "failed: $sql: $out"
+		echo timeout
+		return
+	fi
+	for ((i = 0; i < runs; i++)); do
+		exec_ms "$sql"
+	done | median "$decimals"
+}
+
+# foreign_scan_rows: the rows every Foreign Scan node returned (actual rows times
+# loops), summed, from the text output of EXPLAIN (ANALYZE) on standard input: what
+# postgres_fdw fetched from the remote servers.
+foreign_scan_rows() {
+	awk '/Foreign Scan/ && match($0, /actual rows=[0-9]+ loops=[0-9]+/) {
+			split(substr($0, RSTART, RLENGTH), f, /[= ]/)
+			rows += f[3] * f[5]
+		}
+		END { print rows + 0 }'
 }
 
 # ---------------------------------------------------------------------------

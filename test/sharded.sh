@@ -104,12 +104,7 @@ remote_sql_count() {
 
 # fetched SQL: rows the foreign scans of SQL returned to the coordinator.
 fetched() {
-	coord "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $1" | awk '
-		/Foreign Scan/ && match($0, /actual rows=[0-9]+ loops=[0-9]+/) {
-			split(substr($0, RSTART, RLENGTH), f, /[= ]/)
-			rows += f[3] * f[5]
-		}
-		END { print rows + 0 }'
+	coord "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $1" | foreign_scan_rows
 }
 
 # ---------------------------------------------------------------------------
