@@ -33,3 +33,35 @@ CREATE FUNCTION cuckoo_info(filter cuckoo,
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION cuckoo_info(cuckoo) IS
 	'geometry, item count, load, current false-positive rate and element type of a cuckoo filter';
+
+-- Planner estimates of probes of a filter known at plan time (see the README).
+CREATE FUNCTION bloom_contains_sel(internal, oid, internal, integer) RETURNS double precision
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_contains_sel(internal, oid, internal, integer) IS
+	'selectivity estimator of the @> and <@ operators of bloom filters';
+
+CREATE FUNCTION bloom_contains_support(internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_contains_support(internal) IS
+	'planner support (selectivity) of bloom_contains and bloom_contained_by';
+
+ALTER FUNCTION bloom_contains(bloom, anyelement) SUPPORT bloom_contains_support;
+ALTER FUNCTION bloom_contained_by(anyelement, bloom) SUPPORT bloom_contains_support;
+ALTER OPERATOR @> (bloom, anyelement) SET (RESTRICT = bloom_contains_sel);
+ALTER OPERATOR <@ (anyelement, bloom) SET (RESTRICT = bloom_contains_sel);
+
+-- Planner estimates of probes of a filter known at plan time (see the README).
+CREATE FUNCTION cuckoo_contains_sel(internal, oid, internal, integer) RETURNS double precision
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_contains_sel(internal, oid, internal, integer) IS
+	'selectivity estimator of the @> and <@ operators of cuckoo filters';
+
+CREATE FUNCTION cuckoo_contains_support(internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_contains_support(internal) IS
+	'planner support (selectivity) of cuckoo_contains and cuckoo_contained_by';
+
+ALTER FUNCTION cuckoo_contains(cuckoo, anyelement) SUPPORT cuckoo_contains_support;
+ALTER FUNCTION cuckoo_contained_by(anyelement, cuckoo) SUPPORT cuckoo_contains_support;
+ALTER OPERATOR @> (cuckoo, anyelement) SET (RESTRICT = cuckoo_contains_sel);
+ALTER OPERATOR <@ (anyelement, cuckoo) SET (RESTRICT = cuckoo_contains_sel);

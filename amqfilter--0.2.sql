@@ -60,13 +60,26 @@ CREATE FUNCTION bloom_add(filter bloom, value anyelement) RETURNS bloom
 COMMENT ON FUNCTION bloom_add(bloom, anyelement) IS
 	'a copy of the filter with the value added; a NULL value is ignored';
 
+-- Planner estimates of probes of a filter known at plan time (see the README).
+CREATE FUNCTION bloom_contains_sel(internal, oid, internal, integer) RETURNS double precision
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_contains_sel(internal, oid, internal, integer) IS
+	'selectivity estimator of the @> and <@ operators of bloom filters';
+
+CREATE FUNCTION bloom_contains_support(internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_contains_support(internal) IS
+	'planner support (selectivity) of bloom_contains and bloom_contained_by';
+
 CREATE FUNCTION bloom_contains(filter bloom, value anyelement) RETURNS boolean
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT bloom_contains_support;
 COMMENT ON FUNCTION bloom_contains(bloom, anyelement) IS
 	'false if the value was certainly never added; true if it may have been';
 
 CREATE FUNCTION bloom_contained_by(value anyelement, filter bloom) RETURNS boolean
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT bloom_contains_support;
 COMMENT ON FUNCTION bloom_contained_by(anyelement, bloom) IS
 	'bloom_contains with the arguments swapped, for the <@ operator';
 
@@ -74,7 +87,8 @@ CREATE OPERATOR @> (
 	LEFTARG = bloom,
 	RIGHTARG = anyelement,
 	FUNCTION = bloom_contains,
-	COMMUTATOR = <@
+	COMMUTATOR = <@,
+	RESTRICT = bloom_contains_sel
 );
 COMMENT ON OPERATOR @> (bloom, anyelement) IS 'filter may contain the value';
 
@@ -82,7 +96,8 @@ CREATE OPERATOR <@ (
 	LEFTARG = anyelement,
 	RIGHTARG = bloom,
 	FUNCTION = bloom_contained_by,
-	COMMUTATOR = @>
+	COMMUTATOR = @>,
+	RESTRICT = bloom_contains_sel
 );
 COMMENT ON OPERATOR <@ (anyelement, bloom) IS 'value may be contained in the filter';
 
@@ -271,13 +286,26 @@ CREATE FUNCTION cuckoo_delete(filter cuckoo, value anyelement) RETURNS cuckoo
 COMMENT ON FUNCTION cuckoo_delete(cuckoo, anyelement) IS
 	'a copy of the filter with one copy of the value removed; unchanged if the value is not present or NULL';
 
+-- Planner estimates of probes of a filter known at plan time (see the README).
+CREATE FUNCTION cuckoo_contains_sel(internal, oid, internal, integer) RETURNS double precision
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_contains_sel(internal, oid, internal, integer) IS
+	'selectivity estimator of the @> and <@ operators of cuckoo filters';
+
+CREATE FUNCTION cuckoo_contains_support(internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_contains_support(internal) IS
+	'planner support (selectivity) of cuckoo_contains and cuckoo_contained_by';
+
 CREATE FUNCTION cuckoo_contains(filter cuckoo, value anyelement) RETURNS boolean
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT cuckoo_contains_support;
 COMMENT ON FUNCTION cuckoo_contains(cuckoo, anyelement) IS
 	'false if the value is certainly not in the filter; true if it may be';
 
 CREATE FUNCTION cuckoo_contained_by(value anyelement, filter cuckoo) RETURNS boolean
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT cuckoo_contains_support;
 COMMENT ON FUNCTION cuckoo_contained_by(anyelement, cuckoo) IS
 	'cuckoo_contains with the arguments swapped, for the <@ operator';
 
@@ -290,7 +318,8 @@ CREATE OPERATOR @> (
 	LEFTARG = cuckoo,
 	RIGHTARG = anyelement,
 	FUNCTION = cuckoo_contains,
-	COMMUTATOR = <@
+	COMMUTATOR = <@,
+	RESTRICT = cuckoo_contains_sel
 );
 COMMENT ON OPERATOR @> (cuckoo, anyelement) IS 'filter may contain the value';
 
@@ -298,7 +327,8 @@ CREATE OPERATOR <@ (
 	LEFTARG = anyelement,
 	RIGHTARG = cuckoo,
 	FUNCTION = cuckoo_contained_by,
-	COMMUTATOR = @>
+	COMMUTATOR = @>,
+	RESTRICT = cuckoo_contains_sel
 );
 COMMENT ON OPERATOR <@ (anyelement, cuckoo) IS 'value may be contained in the filter';
 

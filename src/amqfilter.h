@@ -10,7 +10,8 @@
  *	filter_access.c		type-independent glue (filter_glue.h), written once
  *	hashing.c			against a descriptor of the filter type: argument
  *	filter_io.c			access and the TOAST cache, hashing of Datums,
- *	filter_agg.c		text/binary I/O, aggregate plumbing
+ *	filter_agg.c		text/binary I/O, aggregate plumbing, planner
+ *	filter_selectivity.c	estimates of probes
  *	bloom_type.c		per type: its descriptors, the memory it owns, merges
  *	cuckoo_type.c		and mismatch errors (bloom_type.h, cuckoo_type.h)
  *	bloom_ops.c ...		the SQL-visible functions of each type (*_ops.c,

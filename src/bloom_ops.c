@@ -25,6 +25,8 @@ PG_FUNCTION_INFO_V1(bloom_union);
 PG_FUNCTION_INFO_V1(bloom_intersect);
 PG_FUNCTION_INFO_V1(bloom_info);
 PG_FUNCTION_INFO_V1(bloom_params);
+PG_FUNCTION_INFO_V1(bloom_contains_sel);
+PG_FUNCTION_INFO_V1(bloom_contains_support);
 
 /* Sizes a filter from SQL arguments (n, p [, layout]), erroring before any allocation. */
 static void
@@ -181,6 +183,24 @@ bloom_intersect(PG_FUNCTION_ARGS)
 	return merge_args(fcinfo, true);
 }
 
+/* Fill-derived statistics of a filter, in slices that can be cancelled. */
+static void
+filter_stats(const amq_bloom_view *view, amq_bloom_stats *stats)
+{
+	amq_bloom_stats_acc acc;
+	size_t		total = amq_bloom_bits_bytes(view);
+	size_t		from;
+
+	amq_bloom_stats_begin(&acc);
+	for (from = 0; from < total; from += AMQ_SLICE_BYTES)
+	{
+		CHECK_FOR_INTERRUPTS();
+		amq_bloom_stats_accumulate(view, &acc, from,
+								   Min(total, from + AMQ_SLICE_BYTES));
+	}
+	amq_bloom_stats_end(view, &acc, stats);
+}
+
 /*
  * bloom_info(bloom): geometry, counts and fill-derived estimates.
  * est_distinct is the Swamidass-Baldi estimate from the fill; est_fpr is the
@@ -190,24 +210,12 @@ Datum
 bloom_info(PG_FUNCTION_ARGS)
 {
 	amq_bloom_view view;
-	amq_bloom_stats_acc acc;
 	amq_bloom_stats stats;
-	size_t		total;
-	size_t		from;
 	Datum		values[11];
 	bool		nulls[11] = {false};
 
 	amq_bloom_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
-
-	amq_bloom_stats_begin(&acc);
-	total = amq_bloom_bits_bytes(&view);
-	for (from = 0; from < total; from += AMQ_SLICE_BYTES)
-	{
-		CHECK_FOR_INTERRUPTS();
-		amq_bloom_stats_accumulate(&view, &acc, from,
-								   Min(total, from + AMQ_SLICE_BYTES));
-	}
-	amq_bloom_stats_end(&view, &acc, &stats);
+	filter_stats(&view, &stats);
 
 	values[0] = CStringGetTextDatum(amq_bloom_layout_name(view.layout));
 	values[1] = Int64GetDatum((int64) view.nbits);
@@ -226,4 +234,32 @@ bloom_info(PG_FUNCTION_ARGS)
 	if (!nulls[10])
 		values[10] = PointerGetDatum(amq_family_identity(fcinfo, view.family));
 	return amq_return_record(fcinfo, values, nulls);
+}
+
+/*
+ * The summary the planner estimates probes from: the distinct values the
+ * fill suggests and the false-positive rate the filter has now.
+ */
+static void
+summarize(const void *view, double *distinct, double *fpr)
+{
+	amq_bloom_stats stats;
+
+	filter_stats(view, &stats);
+	*distinct = stats.est_distinct;
+	*fpr = stats.est_fpr;
+}
+
+/* bloom_contains_sel(internal, oid, internal, integer): estimator of @> and <@ */
+Datum
+bloom_contains_sel(PG_FUNCTION_ARGS)
+{
+	return amq_probe_restrict(fcinfo, &amq_bloom_format, summarize);
+}
+
+/* bloom_contains_support(internal): planner support of the probe functions */
+Datum
+bloom_contains_support(PG_FUNCTION_ARGS)
+{
+	return amq_probe_support(fcinfo, &amq_bloom_format, summarize);
 }

@@ -26,6 +26,8 @@ PG_FUNCTION_INFO_V1(cuckoo_count);
 PG_FUNCTION_INFO_V1(cuckoo_union);
 PG_FUNCTION_INFO_V1(cuckoo_info);
 PG_FUNCTION_INFO_V1(cuckoo_params);
+PG_FUNCTION_INFO_V1(cuckoo_contains_sel);
+PG_FUNCTION_INFO_V1(cuckoo_contains_support);
 
 /* Buckets counted between interrupt checks in cuckoo_info. */
 #define STATS_SLICE_BUCKETS	(1024 * 1024)
@@ -243,6 +245,38 @@ cuckoo_union(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Load and false-positive statistics of a filter, in one pass over its
+ * tables however many there are, in slices that can be cancelled.  Returns
+ * the total of the tables' buckets.
+ */
+static uint64
+filter_stats(const amq_cuckoo_view *view, amq_cuckoo_stats *stats)
+{
+	amq_cuckoo_stats_acc acc;
+	amq_cuckoo_table table;
+	bool		more;
+	uint64		buckets = 0;
+
+	amq_cuckoo_stats_begin(&acc);
+	for (more = amq_cuckoo_table_first(view, &table); more;
+		 more = amq_cuckoo_table_next(view, &table))
+	{
+		uint64		from;
+
+		for (from = 0; from < table.buckets; from += STATS_SLICE_BUCKETS)
+		{
+			CHECK_FOR_INTERRUPTS();
+			amq_cuckoo_stats_accumulate(view, &table, &acc, from,
+										Min(table.buckets, from + STATS_SLICE_BUCKETS));
+		}
+		amq_cuckoo_stats_table_done(view, &table, &acc);
+		buckets += table.buckets;
+	}
+	amq_cuckoo_stats_end(view, &acc, stats);
+	return buckets;
+}
+
+/*
  * cuckoo_info(cuckoo): geometry, counts and fill-derived estimates.  buckets
  * is the total over all tables; load_factor is occupied slots over all
  * slots; est_fpr is the false-positive rate the filter has now, every table
@@ -252,33 +286,13 @@ Datum
 cuckoo_info(PG_FUNCTION_ARGS)
 {
 	amq_cuckoo_view view;
-	amq_cuckoo_stats_acc acc;
 	amq_cuckoo_stats stats;
-	amq_cuckoo_table table;
-	bool		more;
-	uint64		buckets = 0;
+	uint64		buckets;
 	Datum		values[11];
 	bool		nulls[11] = {false};
 
 	amq_cuckoo_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
-
-	/* one pass over the tables, however many there are */
-	amq_cuckoo_stats_begin(&acc);
-	for (more = amq_cuckoo_table_first(&view, &table); more;
-		 more = amq_cuckoo_table_next(&view, &table))
-	{
-		uint64		from;
-
-		for (from = 0; from < table.buckets; from += STATS_SLICE_BUCKETS)
-		{
-			CHECK_FOR_INTERRUPTS();
-			amq_cuckoo_stats_accumulate(&view, &table, &acc, from,
-										Min(table.buckets, from + STATS_SLICE_BUCKETS));
-		}
-		amq_cuckoo_stats_table_done(&view, &table, &acc);
-		buckets += table.buckets;
-	}
-	amq_cuckoo_stats_end(&view, &acc, &stats);
+	buckets = filter_stats(&view, &stats);
 
 	values[0] = Int64GetDatum((int64) buckets);
 	values[1] = Int32GetDatum(view.tables ? AMQ_CUCKOO_BUCKET_SIZE : 0);
@@ -297,4 +311,33 @@ cuckoo_info(PG_FUNCTION_ARGS)
 	if (!nulls[10])
 		values[10] = PointerGetDatum(amq_family_identity(fcinfo, view.family));
 	return amq_return_record(fcinfo, values, nulls);
+}
+
+/*
+ * The summary the planner estimates probes from: the items stored (copies
+ * included, an upper bound of the distinct values) and the false-positive
+ * rate the filter has now.
+ */
+static void
+summarize(const void *view, double *distinct, double *fpr)
+{
+	amq_cuckoo_stats stats;
+
+	(void) filter_stats(view, &stats);
+	*distinct = (double) ((const amq_cuckoo_view *) view)->items;
+	*fpr = stats.est_fpr;
+}
+
+/* cuckoo_contains_sel(internal, oid, internal, integer): estimator of @> and <@ */
+Datum
+cuckoo_contains_sel(PG_FUNCTION_ARGS)
+{
+	return amq_probe_restrict(fcinfo, &amq_cuckoo_format, summarize);
+}
+
+/* cuckoo_contains_support(internal): planner support of the probe functions */
+Datum
+cuckoo_contains_support(PG_FUNCTION_ARGS)
+{
+	return amq_probe_support(fcinfo, &amq_cuckoo_format, summarize);
 }

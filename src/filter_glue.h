@@ -91,6 +91,19 @@ extern void amq_check_family(const AmqHasher *hasher, uint32 family,
 							 const char *typname);
 extern text *amq_family_identity(FunctionCallInfo fcinfo, uint32 family);
 
+/*
+ * filter_selectivity.c: planner estimates of probes.  A type's summary of
+ * an opened, non-empty filter: the distinct values it holds and its current
+ * false-positive rate.
+ */
+typedef void (*AmqFilterSummary) (const void *view, double *distinct,
+								  double *fpr);
+
+extern Datum amq_probe_restrict(FunctionCallInfo fcinfo, const AmqFormat *format,
+								AmqFilterSummary summarize);
+extern Datum amq_probe_support(FunctionCallInfo fcinfo, const AmqFormat *format,
+							   AmqFilterSummary summarize);
+
 /* filter_io.c: text and binary I/O, written once against an AmqFormat */
 extern Datum amq_filter_in(FunctionCallInfo fcinfo, const AmqFormat *format);
 extern Datum amq_filter_out(FunctionCallInfo fcinfo, const AmqFormat *format);

@@ -1,0 +1,166 @@
+/*
+ * filter_selectivity.c
+ *		Planner estimates for "filter @> value", "value <@ filter" and the
+ *		functions behind them, written once for every filter type.
+ *
+ * Without an estimator PostgreSQL assumes that half of the rows pass a
+ * probe, whatever the filter holds.  When the filter is known at plan time
+ * (a constant, or a parameter of a custom plan), its own summary says
+ * better: it holds about D distinct values (a bloom filter's fill-based
+ * estimate, a cuckoo filter's item count) and lets other values through at
+ * its current false-positive rate q.  With the column's statistics (nd
+ * distinct values, a fraction nullfrac of NULLs, which never pass) and the
+ * assumption that the filter's values are values of the column, as they are
+ * when it was built from the other side of a join,
+ *
+ *	selectivity = (1 - nullfrac) * (m/nd + (1 - m/nd) * q),  m = min(D, nd)
+ *
+ * the values in the filter, plus the false positives among the others.
+ * Each distinct value is taken to have the same number of rows.
+ *
+ * A filter known only at run time (a scalar subquery, a parameter of a
+ * generic plan) leaves PostgreSQL's defaults in place: 0.5 for the
+ * operators, 1/3 for the function forms.
+ *
+ * Reading a constant filter's summary scans its bits once per planning
+ * (a few milliseconds for a 12 MB filter).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "catalog/pg_statistic.h"
+#include "catalog/pg_type.h"
+#include "nodes/supportnodes.h"
+#include "optimizer/optimizer.h"
+#include "utils/lsyscache.h"
+#include "utils/selfuncs.h"
+
+#include "filter_glue.h"
+
+/* What the operators are estimated at without a known filter (PostgreSQL's own default). */
+#define DEFAULT_PROBE_SEL	0.5
+
+/*
+ * Finds the filter and the value among a probe's two arguments: the filter
+ * is the one whose declared type is not anyelement.  False if the shape is
+ * not that of a probe.
+ */
+static bool
+probe_args(Oid funcid, List *args, Node **filter, Node **value)
+{
+	Oid		   *argtypes;
+	int			nargs;
+	int			filter_arg;
+
+	if (list_length(args) != 2)
+		return false;
+	(void) get_func_signature(funcid, &argtypes, &nargs);
+	if (nargs != 2)
+		return false;
+	filter_arg = argtypes[0] == ANYELEMENTOID ? 1 : 0;
+	pfree(argtypes);
+	*filter = (Node *) list_nth(args, filter_arg);
+	*value = (Node *) list_nth(args, 1 - filter_arg);
+	return true;
+}
+
+/*
+ * The estimated selectivity of a probe of a filter known at plan time, or
+ * -1 when the filter is not known then.
+ */
+static double
+probe_selectivity(PlannerInfo *root, Oid funcid, List *args, int varRelid,
+				  const AmqFormat *format, AmqFilterSummary summarize)
+{
+	Node	   *filter;
+	Node	   *value;
+	Const	   *c;
+	VariableStatData vardata;
+	struct varlena *raw;
+	AmqAnyView	view;
+	double		distinct = 0.0;
+	double		fpr = 0.0;
+	double		nd;
+	double		nullfrac = 0.0;
+	double		m;
+	double		sel;
+	bool		isdefault;
+
+	if (!probe_args(funcid, args, &filter, &value))
+		return -1;
+	filter = estimate_expression_value(root, filter);
+	if (!IsA(filter, Const))
+		return -1;
+	c = (Const *) filter;
+	if (c->constisnull)
+		return 0.0;				/* strict: a NULL filter passes no row */
+
+	raw = PG_DETOAST_DATUM(c->constvalue);
+	amq_open_or_error(format, VARDATA(raw), VARSIZE(raw) - VARHDRSZ,
+					  AMQ_GATE_STORED, &view);
+	/* the sizeless empty filter holds nothing and lets nothing through */
+	if (!format->is_empty(&view))
+		summarize(&view, &distinct, &fpr);
+	if ((Pointer) raw != DatumGetPointer(c->constvalue))
+		pfree(raw);
+
+	examine_variable(root, value, varRelid, &vardata);
+	nd = get_variable_numdistinct(&vardata, &isdefault);
+	if (HeapTupleIsValid(vardata.statsTuple))
+		nullfrac = ((Form_pg_statistic) GETSTRUCT(vardata.statsTuple))->stanullfrac;
+	/* without statistics, take the values of the column as distinct */
+	if (isdefault && vardata.rel != NULL && vardata.rel->tuples > 0)
+		nd = vardata.rel->tuples;
+	ReleaseVariableStats(vardata);
+
+	if (nd < 1.0)
+		nd = 1.0;
+	if (isnan(distinct) || distinct < 0.0)
+		distinct = nd;
+	m = Min(distinct, nd);
+	if (isnan(fpr) || fpr < 0.0)
+		fpr = 1.0;
+	sel = (1.0 - nullfrac) * (m / nd + (1.0 - m / nd) * Min(fpr, 1.0));
+	CLAMP_PROBABILITY(sel);
+	return sel;
+}
+
+/* The operators' restriction estimator: (internal, oid, internal, integer). */
+Datum
+amq_probe_restrict(FunctionCallInfo fcinfo, const AmqFormat *format,
+				   AmqFilterSummary summarize)
+{
+	PlannerInfo *root = (PlannerInfo *) PG_GETARG_POINTER(0);
+	Oid			opno = PG_GETARG_OID(1);
+	List	   *args = (List *) PG_GETARG_POINTER(2);
+	int			varRelid = PG_GETARG_INT32(3);
+	double		sel;
+
+	sel = probe_selectivity(root, get_opcode(opno), args, varRelid, format,
+							summarize);
+	PG_RETURN_FLOAT8(sel < 0.0 ? DEFAULT_PROBE_SEL : sel);
+}
+
+/* The probe functions' planner support: selectivity of a restriction. */
+Datum
+amq_probe_support(FunctionCallInfo fcinfo, const AmqFormat *format,
+				  AmqFilterSummary summarize)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+	SupportRequestSelectivity *req;
+	double		sel;
+
+	if (!IsA(rawreq, SupportRequestSelectivity))
+		PG_RETURN_POINTER(NULL);
+	req = (SupportRequestSelectivity *) rawreq;
+	if (req->is_join)
+		PG_RETURN_POINTER(NULL);
+	sel = probe_selectivity(req->root, req->funcid, req->args, req->varRelid,
+							format, summarize);
+	if (sel < 0.0)
+		PG_RETURN_POINTER(NULL);
+	req->selectivity = sel;
+	PG_RETURN_POINTER(req);
+}
