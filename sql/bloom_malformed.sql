@@ -45,7 +45,7 @@ SELECT n, rule, what, v FROM specimen s, LATERAL (VALUES
   ( 4, 2, 'magic "XMQB"',                  patch(s.b, 0, '58')),
   ( 5, 3, 'version 2',                     patch(s.b, 4, '02')),
   ( 6, 3, 'version 0',                     patch(s.b, 4, '00')),
-  ( 7, 4, 'layout 3',                      patch(s.b, 5, '03')),
+  ( 7, 4, 'layout 5',                      patch(s.b, 5, '05')),
   ( 8, 5, 'hash scheme 0',                 patch(s.b, 6, '00')),
   ( 9, 5, 'hash scheme 2',                 patch(s.b, 6, '02')),
   (10, 6, 'flags 1',                       patch(s.b, 7, '01')),

@@ -80,4 +80,17 @@ count_present(const filter *f, uint64_t seed, uint64_t count)
 	return hits;
 }
 
+/* Statistics over the whole filter. */
+static inline amq_bloom_stats
+filter_stats(const filter *f)
+{
+	amq_bloom_stats_acc acc;
+	amq_bloom_stats st;
+
+	amq_bloom_stats_begin(&acc);
+	amq_bloom_stats_accumulate(&f->view, &acc, 0, amq_bloom_bits_bytes(&f->view));
+	amq_bloom_stats_end(&f->view, &acc, &st);
+	return st;
+}
+
 #endif							/* AMQ_TEST_BLOOM_FIXTURE_H */

@@ -38,18 +38,6 @@
  * ----------------------------------------------------------------
  */
 
-static amq_bloom_stats
-filter_stats(const filter *f)
-{
-	amq_bloom_stats_acc acc;
-	amq_bloom_stats st;
-
-	amq_bloom_stats_begin(&acc);
-	amq_bloom_stats_accumulate(&f->view, &acc, 0, amq_bloom_bits_bytes(&f->view));
-	amq_bloom_stats_end(&f->view, &acc, &st);
-	return st;
-}
-
 static const char *
 layout_name(int layout)
 {
@@ -248,7 +236,7 @@ test_sizing_errors(void)
 					 AMQ_ERR_TOO_LARGE);
 	}
 	CHECK_STATUS(amq_bloom_size(100, 0.01, AMQ_BLOOM_LAYOUT_EMPTY, &pr), AMQ_ERR_GEOMETRY);
-	CHECK_STATUS(amq_bloom_size(100, 0.01, 3, &pr), AMQ_ERR_GEOMETRY);
+	CHECK_STATUS(amq_bloom_size(100, 0.01, 5, &pr), AMQ_ERR_GEOMETRY);
 }
 
 /* The textbook numbers: n = 10^6, p = 1% needs k = 7 and ~9.59 bits/key. */
@@ -719,7 +707,7 @@ test_validator_rules(void)
 		BREAK(c[3] = 'b', AMQ_ERR_MAGIC);	/* magic "AMQb" */
 		BREAK(c[4] = 2, AMQ_ERR_VERSION);	/* version 2 */
 		BREAK(c[4] = 0, AMQ_ERR_VERSION);	/* version 0 */
-		BREAK(c[5] = 3, AMQ_ERR_LAYOUT);	/* layout 3 */
+		BREAK(c[5] = 5, AMQ_ERR_LAYOUT);	/* layout 5 */
 		BREAK(c[6] = 0, AMQ_ERR_HASH_SCHEME);	/* hash scheme 0 */
 		BREAK(c[6] = 2, AMQ_ERR_HASH_SCHEME);	/* hash scheme 2 */
 		BREAK(c[7] = 1, AMQ_ERR_RESERVED);	/* flags */

@@ -32,6 +32,11 @@
  * a filter built by parallel workers and merged with OR is byte-identical to
  * one built serially.
  *
+ * The counting and d-left layouts (3 and 4) share this header and
+ * validator; what they store in the array, and how they size, probe, merge
+ * and count it, is in their own files, amq_bloom_counting.c and
+ * amq_bloom_dleft.c, to which the entry points below dispatch.
+ *
  * Sizing: the classic layout inverts the textbook approximation
  * (1 - e^(-kn/m))^k = p at k = round(log2(1/p)).  Blocks fill unevenly (the
  * keys per block are Poisson distributed), so the blocked layout is sized
@@ -44,6 +49,7 @@
 #include <string.h>
 
 #include "amq_bloom.h"
+#include "amq_bloom_layout.h"
 #include "amq_bytes.h"
 #include "amq_hash.h"
 
@@ -373,11 +379,14 @@ size_blocked(double n, double p, amq_bloom_params *out)
 	return AMQ_OK;
 }
 
-/* Sizes the classic layout: the model's exact m, rounded up to 64 bits. */
+/*
+ * Sizes the classic layout: the model's exact m, rounded up to 64 bits.
+ * The counting layout has the same m counters of bits_per bits each.
+ */
 static amq_status
-size_classic(double n, double p, amq_bloom_params *out)
+size_classic(double n, double p, unsigned bits_per, amq_bloom_params *out)
 {
-	const double limit = (double) MAX_NBITS;
+	const double limit = (double) (MAX_NBITS / bits_per);
 	unsigned	k = classic_hashes(p);
 	double		m = classic_bits(n, p, k);
 	double		fpr;
@@ -401,8 +410,8 @@ size_classic(double n, double p, amq_bloom_params *out)
 		fpr = classic_fpr(n, m, k);
 	}
 
-	out->layout = AMQ_BLOOM_LAYOUT_CLASSIC;
-	out->nbits = (uint64_t) m;
+	out->layout = bits_per == 1 ? AMQ_BLOOM_LAYOUT_CLASSIC : AMQ_BLOOM_LAYOUT_COUNTING;
+	out->nbits = (uint64_t) m * bits_per;
 	out->hashes = k;
 	out->expected_fpr = fpr;
 	return AMQ_OK;
@@ -420,7 +429,11 @@ amq_bloom_size(uint64_t n, double p, int layout, amq_bloom_params *out)
 		return AMQ_ERR_PARAM_P;
 
 	if (layout == AMQ_BLOOM_LAYOUT_CLASSIC)
-		status = size_classic((double) n, p, out);
+		status = size_classic((double) n, p, 1, out);
+	else if (layout == AMQ_BLOOM_LAYOUT_COUNTING)
+		status = size_classic((double) n, p, AMQ_BLOOM_COUNTER_BITS, out);
+	else if (layout == AMQ_BLOOM_LAYOUT_DLEFT)
+		status = amq_dleft_size((double) n, p, MAX_NBITS, out);
 	else if (layout == AMQ_BLOOM_LAYOUT_BLOCKED)
 		status = size_blocked((double) n, p, out);
 	else
@@ -500,6 +513,7 @@ amq_bloom_open_header(const uint8_t *header, size_t len, amq_bloom_view *view)
 	uint64_t	fpr_bits;
 	double		target_fpr;
 	uint64_t	inserted;
+	uint64_t	buckets = 0;
 
 	if (len < AMQ_BLOOM_HEADER_SIZE)
 		return AMQ_ERR_TRUNCATED;
@@ -510,7 +524,9 @@ amq_bloom_open_header(const uint8_t *header, size_t len, amq_bloom_view *view)
 	layout = buf[OFF_LAYOUT];
 	if (layout != AMQ_BLOOM_LAYOUT_EMPTY &&
 		layout != AMQ_BLOOM_LAYOUT_BLOCKED &&
-		layout != AMQ_BLOOM_LAYOUT_CLASSIC)
+		layout != AMQ_BLOOM_LAYOUT_CLASSIC &&
+		layout != AMQ_BLOOM_LAYOUT_COUNTING &&
+		layout != AMQ_BLOOM_LAYOUT_DLEFT)
 		return AMQ_ERR_LAYOUT;
 	if (buf[OFF_SCHEME] != AMQ_HASH_SCHEME_PG_EXTENDED)
 		return AMQ_ERR_HASH_SCHEME;
@@ -538,9 +554,15 @@ amq_bloom_open_header(const uint8_t *header, size_t len, amq_bloom_view *view)
 		uint64_t	align = (layout == AMQ_BLOOM_LAYOUT_BLOCKED) ?
 			AMQ_BLOOM_BLOCK_BITS : 64;
 
-		if (hashes < 1 || hashes > AMQ_BLOOM_MAX_HASHES)
+		if (layout == AMQ_BLOOM_LAYOUT_DLEFT)
+		{
+			/* hashes is r; nbits = 32 B (r + 2) */
+			if (!amq_dleft_geometry(hashes, nbits, &buckets))
+				return AMQ_ERR_GEOMETRY;
+		}
+		else if (hashes < 1 || hashes > AMQ_BLOOM_MAX_HASHES)
 			return AMQ_ERR_GEOMETRY;
-		if (nbits == 0 || nbits % align != 0)
+		else if (nbits == 0 || nbits % align != 0)
 			return AMQ_ERR_GEOMETRY;
 		if (nbits > MAX_NBITS)
 			return AMQ_ERR_GEOMETRY;
@@ -568,6 +590,10 @@ amq_bloom_open_header(const uint8_t *header, size_t len, amq_bloom_view *view)
 	view->nbits = nbits;
 	view->nblocks = (layout == AMQ_BLOOM_LAYOUT_BLOCKED) ?
 		nbits / AMQ_BLOOM_BLOCK_BITS : 0;
+	view->cells = (layout == AMQ_BLOOM_LAYOUT_COUNTING) ?
+		nbits / AMQ_BLOOM_COUNTER_BITS :
+		buckets * AMQ_BLOOM_DLEFT_TABLES * AMQ_BLOOM_DLEFT_CELLS;
+	view->buckets = buckets;
 	view->capacity = capacity;
 	view->target_fpr = target_fpr;
 	view->inserted = inserted;
@@ -686,22 +712,52 @@ set_bits(const amq_bloom_view *view, uint64_t hash)
 
 }
 
+/* Stores one copy of a key in the array of any layout. */
+static inline amq_status
+store_key(const amq_bloom_view *view, uint64_t hash)
+{
+	switch (view->layout)
+	{
+		case AMQ_BLOOM_LAYOUT_COUNTING:
+			amq_counting_add(view, hash);
+			return AMQ_OK;
+		case AMQ_BLOOM_LAYOUT_DLEFT:
+			return amq_dleft_add(view, hash);
+		default:
+			set_bits(view, hash);
+			return AMQ_OK;
+	}
+}
+
+/* Binds an unbound filter to the family and counts added copies. */
+static void
+count_added(amq_bloom_view *view, uint64_t added, uint32_t family)
+{
+	if (added == 0)
+		return;
+	if (view->family == 0)
+		view->family = family;
+	view->inserted = add_saturating(view->inserted, added);
+	sync_header(view);
+}
+
 /*
- * Sets the key's k bits, binds an unbound filter to the family, counts the
+ * Stores the key, binds an unbound filter to the family, counts the
  * addition.  The sizeless empty filter has no bits: callers must not add to
  * it (AMQ_ERR_NO_GEOMETRY is theirs to report); here it is a no-op rather
  * than a division by zero.
  */
-void
+amq_status
 amq_bloom_add(amq_bloom_view *view, uint64_t hash, uint32_t family)
 {
+	amq_status	status;
+
 	if (view->nbits == 0)
-		return;
-	set_bits(view, hash);
-	if (view->family == 0)
-		view->family = family;
-	view->inserted = add_saturating(view->inserted, 1);
-	sync_header(view);
+		return AMQ_OK;
+	status = store_key(view, hash);
+	if (status == AMQ_OK)
+		count_added(view, 1, family);
+	return status;
 }
 
 /* Hints the cache line(s) a key will touch; a no-op where unsupported. */
@@ -716,9 +772,12 @@ prefetch_key(const amq_bloom_view *view, uint64_t hash)
 		uint64_t	h2 = fmix64(hash);
 		uint64_t	x = hash;
 		uint32_t	i;
+		/* counting: counter j is in byte j / 2 */
+		uint64_t	slots = view->cells ? view->cells : view->nbits;
+		unsigned	shift = view->cells ? 1 : 3;
 
 		for (i = 0; i < view->hashes; i++, x += h2)
-			__builtin_prefetch(view->bits + (fastrange64(x, view->nbits) >> 3), 1);
+			__builtin_prefetch(view->bits + (fastrange64(x, slots) >> shift), 1);
 	}
 #else
 	(void) view;
@@ -735,26 +794,40 @@ prefetch_key(const amq_bloom_view *view, uint64_t hash)
  */
 #define ADD_PREFETCH_DISTANCE 8
 
-void
+amq_status
 amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes, size_t count,
 				   uint32_t family)
 {
 	size_t		i;
 
 	if (view->nbits == 0 || count == 0)
-		return;
+		return AMQ_OK;
+	if (view->layout == AMQ_BLOOM_LAYOUT_DLEFT)
+	{
+		/* its buckets depend on the loads: store one by one, stop when full */
+		for (i = 0; i < count; i++)
+		{
+			amq_status	status = amq_dleft_add(view, hashes[i]);
+
+			if (status != AMQ_OK)
+			{
+				count_added(view, i, family);
+				return status;
+			}
+		}
+		count_added(view, count, family);
+		return AMQ_OK;
+	}
 	for (i = 0; i < count && i < ADD_PREFETCH_DISTANCE; i++)
 		prefetch_key(view, hashes[i]);
 	for (i = 0; i < count; i++)
 	{
 		if (i + ADD_PREFETCH_DISTANCE < count)
 			prefetch_key(view, hashes[i + ADD_PREFETCH_DISTANCE]);
-		set_bits(view, hashes[i]);
+		(void) store_key(view, hashes[i]);
 	}
-	if (view->family == 0)
-		view->family = family;
-	view->inserted = add_saturating(view->inserted, (uint64_t) count);
-	sync_header(view);
+	count_added(view, count, family);
+	return AMQ_OK;
 }
 
 /*
@@ -776,6 +849,9 @@ may_contain(const amq_bloom_view *view, uint64_t hash, amq_read_fn read,
 	if (view->nbits == 0)
 		return false;
 
+	/* in memory only: amq_bloom_probe_reads refuses these layouts */
+	if (amq_bloom_layout_counts(view->layout))
+		return amq_bloom_count(view, hash) > 0;
 	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
 	{
 		const uint8_t *block = read(ctx, AMQ_BLOOM_HEADER_SIZE +
@@ -828,6 +904,51 @@ amq_bloom_may_contain_read(const amq_bloom_view *view, uint64_t hash,
 	return may_contain(view, hash, read, ctx);
 }
 
+/* Removes one copy (see amq_bloom.h); the header counts the removal. */
+bool
+amq_bloom_delete(amq_bloom_view *view, uint64_t hash)
+{
+	bool		found;
+
+	if (view->layout == AMQ_BLOOM_LAYOUT_COUNTING)
+		found = amq_counting_delete(view, hash);
+	else if (view->layout == AMQ_BLOOM_LAYOUT_DLEFT)
+		found = amq_dleft_delete(view, hash);
+	else
+		return false;
+	/* a saturated count stays: it no longer knows how many there are */
+	if (found && view->inserted > 0 && view->inserted < UINT64_MAX)
+	{
+		view->inserted--;
+		sync_header(view);
+	}
+	return found;
+}
+
+/* Copies of a key (see amq_bloom.h). */
+uint64_t
+amq_bloom_count(const amq_bloom_view *view, uint64_t hash)
+{
+	uint64_t	c;
+	uint64_t	stuck;
+
+	if (view->layout == AMQ_BLOOM_LAYOUT_COUNTING)
+	{
+		c = amq_counting_min(view, hash);
+		stuck = AMQ_BLOOM_COUNTER_MAX;
+	}
+	else if (view->layout == AMQ_BLOOM_LAYOUT_DLEFT)
+	{
+		c = amq_dleft_counter(view, hash);
+		stuck = AMQ_BLOOM_DLEFT_COUNTER_MAX;
+	}
+	else
+		return amq_bloom_may_contain(view, hash) ? 1 : 0;
+	if (c == stuck && view->inserted > c)
+		return view->inserted;
+	return c;
+}
+
 /* ----------------------------------------------------------------
  * Merging.
  * ----------------------------------------------------------------
@@ -866,8 +987,11 @@ clamp_range(const amq_bloom_view *view, size_t *from, size_t *to)
 	return *from < *to;
 }
 
-/* ORs (or, intersecting, ANDs) src's bytes [from, to) into dst's, a word at a time. */
-void
+/*
+ * ORs (or, intersecting, ANDs) src's bytes [from, to) into dst's, a word at
+ * a time; the counting and dleft layouts merge their own way.
+ */
+amq_status
 amq_bloom_merge_bits(amq_bloom_view *dst, const amq_bloom_view *src,
 					 size_t from, size_t to, bool intersect)
 {
@@ -876,8 +1000,12 @@ amq_bloom_merge_bits(amq_bloom_view *dst, const amq_bloom_view *src,
 	size_t		i = from;
 
 	if (!clamp_range(dst, &from, &to))
-		return;
-	if (intersect)
+		return AMQ_OK;
+	if (dst->layout == AMQ_BLOOM_LAYOUT_COUNTING)
+		amq_counting_merge(dst, src, from, to, intersect);
+	else if (dst->layout == AMQ_BLOOM_LAYOUT_DLEFT)
+		return amq_dleft_merge(dst, src, from, to, intersect);
+	else if (intersect)
 	{
 		for (; i + 8 <= to; i += 8)
 			store_word(d + i, load_word(d + i) & load_word(s + i));
@@ -891,6 +1019,7 @@ amq_bloom_merge_bits(amq_bloom_view *dst, const amq_bloom_view *src,
 		for (; i < to; i++)
 			d[i] |= s[i];
 	}
+	return AMQ_OK;
 }
 
 /*
@@ -919,6 +1048,8 @@ void
 amq_bloom_stats_begin(amq_bloom_stats_acc *acc)
 {
 	acc->bits_set = 0;
+	acc->cells_used = 0;
+	acc->saturated = 0;
 	acc->fpr_sum = 0.0;
 }
 
@@ -938,6 +1069,16 @@ amq_bloom_stats_accumulate(const amq_bloom_view *view,
 	if (!clamp_range(view, &from, &to))
 		return;
 
+	if (view->layout == AMQ_BLOOM_LAYOUT_COUNTING)
+	{
+		amq_counting_stats(view, acc, from, to);
+		return;
+	}
+	if (view->layout == AMQ_BLOOM_LAYOUT_DLEFT)
+	{
+		amq_dleft_stats(view, acc, from, to);
+		return;
+	}
 	if (view->layout != AMQ_BLOOM_LAYOUT_BLOCKED)
 	{
 		acc->bits_set += popcount_range(bits, from, to);
@@ -968,20 +1109,36 @@ amq_bloom_stats_end(const amq_bloom_view *view,
 	double		fill;
 
 	out->bits_set = acc->bits_set;
+	out->cells_used = acc->cells_used;
+	out->saturated = acc->saturated;
 	out->est_distinct = 0.0;
 	out->est_fpr = 0.0;
 	if (view->nbits == 0 || view->hashes == 0)
 		return;
 
-	fill = (double) acc->bits_set / m;
+	if (view->layout == AMQ_BLOOM_LAYOUT_DLEFT)
+	{
+		/* a distinct key (up to collisions of v) holds one cell */
+		out->est_distinct = (double) acc->cells_used;
+		out->est_fpr = amq_dleft_fpr(view, acc->cells_used);
+		return;
+	}
+	if (view->layout == AMQ_BLOOM_LAYOUT_COUNTING)
+	{
+		/* a nonzero counter is a set bit of the classic filter */
+		out->bits_set = acc->cells_used;
+		m = (double) view->cells;
+	}
+
+	fill = (double) out->bits_set / m;
 	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
 		out->est_fpr = acc->fpr_sum / (double) view->nblocks;
 	else
 		out->est_fpr = ipow(fill, view->hashes);
 
-	if (acc->bits_set == 0)
+	if (out->bits_set == 0)
 		out->est_distinct = 0.0;
-	else if (acc->bits_set >= view->nbits)
+	else if ((double) out->bits_set >= m)
 		out->est_distinct = INFINITY;
 	else
 		out->est_distinct = -(m / (double) view->hashes) * log1p(-fill);

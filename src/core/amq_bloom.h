@@ -37,12 +37,31 @@
 #define AMQ_BLOOM_LAYOUT_EMPTY		0	/* sizeless empty filter */
 #define AMQ_BLOOM_LAYOUT_BLOCKED	1	/* all k bits of a key in one 512-bit block */
 #define AMQ_BLOOM_LAYOUT_CLASSIC	2	/* k positions over the whole array */
+#define AMQ_BLOOM_LAYOUT_COUNTING	3	/* 4-bit counters at classic positions */
+#define AMQ_BLOOM_LAYOUT_DLEFT		4	/* d-left counting: fingerprint cells */
 
 /* hash scheme codes, byte 6: how the 64-bit key hash was produced */
 #define AMQ_HASH_SCHEME_PG_EXTENDED	1	/* default hash opclass, extended (64-bit), seeded */
 
 #define AMQ_BLOOM_BLOCK_BITS	512		/* one 64-byte cache line */
 #define AMQ_BLOOM_MAX_HASHES	64
+
+/* counting layout: 4-bit counters; one that reaches the maximum sticks */
+#define AMQ_BLOOM_COUNTER_BITS	4
+#define AMQ_BLOOM_COUNTER_MAX	15
+
+/*
+ * d-left layout: AMQ_BLOOM_DLEFT_TABLES sub-tables of buckets of
+ * AMQ_BLOOM_DLEFT_CELLS cells; a cell is a 2-bit counter (0 = empty, the
+ * maximum sticks) and an r-bit fingerprint, 1 <= r <= AMQ_BLOOM_DLEFT_MAX_FP.
+ * The header's hashes field holds r.
+ */
+#define AMQ_BLOOM_DLEFT_TABLES	4
+#define AMQ_BLOOM_DLEFT_CELLS	8
+#define AMQ_BLOOM_DLEFT_COUNTER_MAX 3
+#define AMQ_BLOOM_DLEFT_MAX_FP	32
+/* the sizing's average cells used per bucket, as in Bonomi et al. (6 of 8) */
+#define AMQ_BLOOM_DLEFT_LOAD	6
 
 /*
  * Largest serialized filter (header + bits), in bytes.  It keeps a filter,
@@ -57,9 +76,9 @@
 /* Result of sizing a filter for n distinct keys at false-positive rate p. */
 typedef struct amq_bloom_params
 {
-	int			layout;			/* AMQ_BLOOM_LAYOUT_BLOCKED or _CLASSIC */
-	uint64_t	nbits;			/* multiple of 64 (classic) or 512 (blocked) */
-	uint32_t	hashes;			/* k, 1..AMQ_BLOOM_MAX_HASHES */
+	int			layout;			/* AMQ_BLOOM_LAYOUT_BLOCKED .. _DLEFT */
+	uint64_t	nbits;			/* bits of the array (see amq_bloom_open) */
+	uint32_t	hashes;			/* k, 1..AMQ_BLOOM_MAX_HASHES; dleft: r */
 	size_t		bytes;			/* serialized size: header + nbits / 8 */
 	double		bits_per_key;	/* nbits / n */
 	double		expected_fpr;	/* model false-positive rate at n keys, <= p */
@@ -77,6 +96,8 @@ typedef struct amq_bloom_view
 	uint64_t	seed;
 	uint64_t	nbits;
 	uint64_t	nblocks;		/* nbits / 512 for the blocked layout, else 0 */
+	uint64_t	cells;			/* counting: counters; dleft: cells; else 0 */
+	uint64_t	buckets;		/* dleft: buckets per sub-table, else 0 */
 	uint64_t	capacity;		/* n the filter was sized for */
 	double		target_fpr;		/* p the filter was sized for */
 	uint64_t	inserted;		/* additions, duplicates included (saturating) */
@@ -85,7 +106,9 @@ typedef struct amq_bloom_view
 /* Fill-derived statistics, for bloom_info(). */
 typedef struct amq_bloom_stats
 {
-	uint64_t	bits_set;
+	uint64_t	bits_set;		/* counting: nonzero counters; dleft: 0 */
+	uint64_t	cells_used;		/* counting, dleft: nonzero counters or cells */
+	uint64_t	saturated;		/* counting, dleft: counters stuck at the maximum */
 	double		est_distinct;	/* Swamidass-Baldi estimate; +inf when full */
 	double		est_fpr;		/* probability that a random absent key is reported */
 } amq_bloom_stats;
@@ -135,21 +158,50 @@ extern amq_status amq_bloom_open_read(amq_read_fn read, void *ctx, size_t len,
 									  amq_bloom_view *view);
 
 /*
- * Sets the key's bits; binds the family if unbound; counts the addition.
- * family must be nonzero (an unbound filter with a count fails validation),
- * and the view must not be the sizeless empty filter (a no-op there).
+ * Sets the key's bits (counting: increments its counters; dleft: counts it
+ * in its cell); binds the family if unbound; counts the addition.  family
+ * must be nonzero (an unbound filter with a count fails validation), and the
+ * view must not be the sizeless empty filter (a no-op there).  AMQ_FULL only
+ * for dleft, when the key has no cell and all its buckets are full: then
+ * nothing changed.
  */
-extern void amq_bloom_add(amq_bloom_view *view, uint64_t hash, uint32_t family);
+extern amq_status amq_bloom_add(amq_bloom_view *view, uint64_t hash,
+								uint32_t family);
 
 /*
  * Adds count keys with the same result as count calls of amq_bloom_add, but
- * overlapping their cache misses (for aggregates that buffer hashes).
+ * overlapping their cache misses (for aggregates that buffer hashes).  On
+ * AMQ_FULL the keys before the one that did not fit are added and counted.
  */
-extern void amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes,
-							   size_t count, uint32_t family);
+extern amq_status amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes,
+									 size_t count, uint32_t family);
 
 /* false means the key was certainly never added. */
 extern bool amq_bloom_may_contain(const amq_bloom_view *view, uint64_t hash);
+
+/* true for the layouts that count copies and can delete them. */
+static inline bool
+amq_bloom_layout_counts(int layout)
+{
+	return layout == AMQ_BLOOM_LAYOUT_COUNTING || layout == AMQ_BLOOM_LAYOUT_DLEFT;
+}
+
+/*
+ * Removes one copy of the key from a counting or dleft filter and counts the
+ * removal; false (and nothing changed) if the key is certainly absent.
+ * Counters at their maximum stay there.  Deleting a key that was never added
+ * but is reported present may make other keys absent, as in every counting
+ * Bloom filter.  Other layouts: false.
+ */
+extern bool amq_bloom_delete(amq_bloom_view *view, uint64_t hash);
+
+/*
+ * Copies of the key: never fewer than were added and not deleted.  counting:
+ * the smallest of its counters; dleft: its cell's counter; when that is
+ * stuck at the maximum, the filter's count of stored copies (inserted), an
+ * upper bound for every key.  Other layouts: 1 if may_contain, else 0.
+ */
+extern uint64_t amq_bloom_count(const amq_bloom_view *view, uint64_t hash);
 
 /*
  * The same answer for a value not in memory, read through read (see
@@ -177,22 +229,28 @@ extern amq_status amq_bloom_compatible(const amq_bloom_view *dst,
  * of src's bit array into dst's, so that callers can process a large filter
  * in slices; amq_bloom_merge_finish updates the header (family, count) once
  * all slices are done.  Union count is the saturating sum; intersection
- * count is the smaller count, an upper bound.
+ * count is the smaller count, an upper bound.  counting: counters add
+ * (saturating) or take the smaller; dleft: the slice is the buckets that
+ * start in [from, to), src's cells are added to dst (AMQ_FULL if one finds
+ * no room: dst then holds part of the union) or dst's cells keep the smaller
+ * of the two counts.
  */
-extern void amq_bloom_merge_bits(amq_bloom_view *dst, const amq_bloom_view *src,
-								 size_t from, size_t to, bool intersect);
+extern amq_status amq_bloom_merge_bits(amq_bloom_view *dst, const amq_bloom_view *src,
+									   size_t from, size_t to, bool intersect);
 extern void amq_bloom_merge_finish(amq_bloom_view *dst, const amq_bloom_view *src,
 								   bool intersect);
 
 /*
  * Statistics over a filter.  amq_bloom_stats_accumulate() scans the bytes
  * [from, to) of the bit array (for the blocked layout, from and to must be
- * multiples of 64) into an accumulator started with amq_bloom_stats_begin();
+ * multiples of 64; for dleft, buckets are counted where they start) into an accumulator started with amq_bloom_stats_begin();
  * amq_bloom_stats_end() computes the estimates.
  */
 typedef struct amq_bloom_stats_acc
 {
 	uint64_t	bits_set;
+	uint64_t	cells_used;
+	uint64_t	saturated;
 	double		fpr_sum;		/* blocked: sum over blocks of fill^k */
 } amq_bloom_stats_acc;
 

@@ -1,0 +1,40 @@
+/*
+ * amq_bloom_layout.h
+ *		The counting and d-left layouts of the bloom format, as seen by
+ *		amq_bloom.c (internal to the core).
+ *
+ * amq_bloom.c owns the header, the validator, sizing of the bit layouts and
+ * the public entry points; for a layout that stores more than bits it
+ * dispatches to that layout's own file (amq_bloom_counting.c,
+ * amq_bloom_dleft.c), which works on the array only.  The header's count
+ * and family stay amq_bloom.c's business.
+ */
+#ifndef AMQ_BLOOM_LAYOUT_H
+#define AMQ_BLOOM_LAYOUT_H
+
+#include "amq_bloom.h"
+
+/* amq_bloom_counting.c */
+extern void amq_counting_add(const amq_bloom_view *view, uint64_t hash);
+extern uint64_t amq_counting_min(const amq_bloom_view *view, uint64_t hash);
+extern bool amq_counting_delete(const amq_bloom_view *view, uint64_t hash);
+extern void amq_counting_merge(amq_bloom_view *dst, const amq_bloom_view *src,
+							   size_t from, size_t to, bool intersect);
+extern void amq_counting_stats(const amq_bloom_view *view,
+							   amq_bloom_stats_acc *acc, size_t from, size_t to);
+
+/* amq_bloom_dleft.c */
+extern amq_status amq_dleft_size(double n, double p, uint64_t max_nbits,
+								 amq_bloom_params *out);
+extern bool amq_dleft_geometry(uint32_t fp_bits, uint64_t nbits,
+							   uint64_t *buckets);
+extern amq_status amq_dleft_add(const amq_bloom_view *view, uint64_t hash);
+extern uint64_t amq_dleft_counter(const amq_bloom_view *view, uint64_t hash);
+extern bool amq_dleft_delete(const amq_bloom_view *view, uint64_t hash);
+extern amq_status amq_dleft_merge(amq_bloom_view *dst, const amq_bloom_view *src,
+								  size_t from, size_t to, bool intersect);
+extern void amq_dleft_stats(const amq_bloom_view *view,
+							amq_bloom_stats_acc *acc, size_t from, size_t to);
+extern double amq_dleft_fpr(const amq_bloom_view *view, uint64_t cells_used);
+
+#endif							/* AMQ_BLOOM_LAYOUT_H */
