@@ -17,11 +17,13 @@ CREATE FUNCTION bloom_info(filter bloom,
 	OUT layout text, OUT bits bigint, OUT bytes bigint, OUT hashes integer,
 	OUT capacity bigint, OUT target_fpr double precision, OUT inserted bigint,
 	OUT bits_set bigint, OUT est_distinct double precision,
-	OUT est_fpr double precision, OUT element text)
+	OUT est_fpr double precision, OUT element text,
+	OUT cells bigint, OUT cells_used bigint, OUT saturated bigint,
+	OUT load double precision, OUT fingerprint_bits integer)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_info(bloom) IS
-	'geometry, counts, estimated distinct values, current false-positive rate and element type of a bloom filter';
+	'geometry, counts, estimated distinct values, current false-positive rate, element type and, for the counting and dleft layouts, counters or cells used and saturated of a bloom filter';
 
 DROP FUNCTION cuckoo_info(cuckoo);
 CREATE FUNCTION cuckoo_info(filter cuckoo,
@@ -65,3 +67,21 @@ ALTER FUNCTION cuckoo_contains(cuckoo, anyelement) SUPPORT cuckoo_contains_suppo
 ALTER FUNCTION cuckoo_contained_by(anyelement, cuckoo) SUPPORT cuckoo_contains_support;
 ALTER OPERATOR @> (cuckoo, anyelement) SET (RESTRICT = cuckoo_contains_sel);
 ALTER OPERATOR <@ (anyelement, cuckoo) SET (RESTRICT = cuckoo_contains_sel);
+
+-- The counting and dleft layouts of bloom (format version unchanged: new
+-- layout codes only), and the functions that delete and count copies.
+COMMENT ON FUNCTION bloom_empty(bigint, double precision, text) IS
+	'an empty bloom filter sized for n distinct values at false-positive rate p; layout ''blocked'' (default), ''classic'', ''counting'' or ''dleft''';
+COMMENT ON AGGREGATE bloom_agg(anyelement, bigint, double precision, text) IS
+	'bloom filter of the non-null values with the given layout (''blocked'', ''classic'', or ''counting'' or ''dleft'', which keep every copy)';
+
+-- Not strict: a NULL value leaves the filter unchanged.
+CREATE FUNCTION bloom_delete(filter bloom, value anyelement) RETURNS bloom
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_delete(bloom, anyelement) IS
+	'a copy of the filter (layout ''counting'' or ''dleft'') with one copy of the value removed; unchanged if the value is not present or NULL';
+
+CREATE FUNCTION bloom_count(filter bloom, value anyelement) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_count(bloom, anyelement) IS
+	'copies of the value in a counting or dleft filter, never fewer than were added and not deleted; 1 if a blocked or classic filter may contain it, else 0';

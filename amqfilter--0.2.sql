@@ -52,7 +52,7 @@ CREATE FUNCTION bloom_empty(n bigint, p double precision, layout text DEFAULT 'b
 	RETURNS bloom
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_empty(bigint, double precision, text) IS
-	'an empty bloom filter sized for n distinct values at false-positive rate p; layout ''blocked'' (default) or ''classic''';
+	'an empty bloom filter sized for n distinct values at false-positive rate p; layout ''blocked'' (default), ''classic'', ''counting'' or ''dleft''';
 
 -- Not strict: a NULL value leaves the filter unchanged.
 CREATE FUNCTION bloom_add(filter bloom, value anyelement) RETURNS bloom
@@ -70,6 +70,17 @@ CREATE FUNCTION bloom_contains_support(internal) RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_contains_support(internal) IS
 	'planner support (selectivity) of bloom_contains and bloom_contained_by';
+
+-- Not strict: a NULL value leaves the filter unchanged.
+CREATE FUNCTION bloom_delete(filter bloom, value anyelement) RETURNS bloom
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_delete(bloom, anyelement) IS
+	'a copy of the filter (layout ''counting'' or ''dleft'') with one copy of the value removed; unchanged if the value is not present or NULL';
+
+CREATE FUNCTION bloom_count(filter bloom, value anyelement) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_count(bloom, anyelement) IS
+	'copies of the value in a counting or dleft filter, never fewer than were added and not deleted; 1 if a blocked or classic filter may contain it, else 0';
 
 CREATE FUNCTION bloom_contains(filter bloom, value anyelement) RETURNS boolean
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
@@ -137,11 +148,13 @@ CREATE FUNCTION bloom_info(filter bloom,
 	OUT layout text, OUT bits bigint, OUT bytes bigint, OUT hashes integer,
 	OUT capacity bigint, OUT target_fpr double precision, OUT inserted bigint,
 	OUT bits_set bigint, OUT est_distinct double precision,
-	OUT est_fpr double precision, OUT element text)
+	OUT est_fpr double precision, OUT element text,
+	OUT cells bigint, OUT cells_used bigint, OUT saturated bigint,
+	OUT load double precision, OUT fingerprint_bits integer)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_info(bloom) IS
-	'geometry, counts, estimated distinct values, current false-positive rate and element type of a bloom filter';
+	'geometry, counts, estimated distinct values, current false-positive rate, element type and, for the counting and dleft layouts, counters or cells used and saturated of a bloom filter';
 
 CREATE FUNCTION bloom_params(n bigint, p double precision, layout text DEFAULT 'blocked',
 	OUT bits bigint, OUT bytes bigint, OUT hashes integer,
@@ -214,7 +227,7 @@ CREATE AGGREGATE bloom_agg(value anyelement, n bigint, p double precision, layou
 	PARALLEL = SAFE
 );
 COMMENT ON AGGREGATE bloom_agg(anyelement, bigint, double precision, text) IS
-	'bloom filter of the non-null values with the given layout (''blocked'' or ''classic'')';
+	'bloom filter of the non-null values with the given layout (''blocked'', ''classic'', or ''counting'' or ''dleft'', which keep every copy)';
 
 CREATE AGGREGATE bloom_union_agg(bloom) (
 	SFUNC = bloom_union_agg_transfn,

@@ -5,9 +5,12 @@
  * The plumbing (batched hashes, combine, serialization, final) is
  * filter_agg.c's; this file reads bloom_agg's sizing arguments and says how
  * the aggregate's owned filter, an AmqBloomBuffer, is created, added to,
- * merged, copied and serialized.  Because a union is an OR of bits and a
- * sum of counts, the order in which rows and partial states arrive does not
- * matter: a parallel build yields the bytes a serial build yields.
+ * merged, copied and serialized.  Because a union is an OR of bits (a sum of
+ * counters) and a sum of counts, the order in which rows and partial states
+ * arrive does not matter: a parallel build yields the bytes a serial build
+ * yields.  The dleft layout is the exception: where a value's cell lands
+ * depends on the order, so a parallel build holds the same values with the
+ * same counts in other cells.
  */
 #include "postgres.h"
 
@@ -79,7 +82,7 @@ static void
 bloom_owned_add_hashes(void *filter, const uint64 *hashes, int count,
 					   uint32 family)
 {
-	amq_bloom_add_many(filter, hashes, count, family);
+	amq_bloom_add_or_error(filter, hashes, count, family);
 }
 
 static void
@@ -98,7 +101,7 @@ bloom_owned_to_varlena(const void *filter, const uint64 *hashes, int count,
 	if (count == 0)
 		return amq_bloom_to_varlena(filter, NULL);
 	result = amq_bloom_to_varlena(filter, &copy);
-	amq_bloom_add_many(&copy, hashes, count, family);
+	amq_bloom_add_or_error(&copy, hashes, count, family);
 	return result;
 }
 

@@ -6,7 +6,9 @@
  * new value.  The sizeless empty filter (what bloom_agg returns over zero
  * rows) answers "no" to every probe and merges with anything, so recipes like
  * "NOT bloom_contains((SELECT bloom_agg(...)), x)" stay correct when the
- * build side is empty.
+ * build side is empty.  Only the counting and dleft layouts can delete and
+ * count copies; bloom_count on the others says whether the value may be
+ * present.
  */
 #include "postgres.h"
 
@@ -19,6 +21,8 @@
 
 PG_FUNCTION_INFO_V1(bloom_empty);
 PG_FUNCTION_INFO_V1(bloom_add);
+PG_FUNCTION_INFO_V1(bloom_delete);
+PG_FUNCTION_INFO_V1(bloom_count);
 PG_FUNCTION_INFO_V1(bloom_contains);
 PG_FUNCTION_INFO_V1(bloom_contained_by);
 PG_FUNCTION_INFO_V1(bloom_union);
@@ -64,7 +68,9 @@ bloom_params(PG_FUNCTION_ARGS)
 	size_from_args(fcinfo, &params);
 	values[0] = Int64GetDatum((int64) params.nbits);
 	values[1] = Int64GetDatum((int64) params.bytes);
-	values[2] = Int32GetDatum((int32) params.hashes);
+	/* as in bloom_info: dleft probes its 4 tables; hashes holds r */
+	values[2] = Int32GetDatum(params.layout == AMQ_BLOOM_LAYOUT_DLEFT ?
+							  AMQ_BLOOM_DLEFT_TABLES : (int32) params.hashes);
 	values[3] = Float8GetDatum(params.bits_per_key);
 	return amq_return_record(fcinfo, values, nulls);
 }
@@ -80,6 +86,7 @@ bloom_add(PG_FUNCTION_ARGS)
 	amq_bloom_view view;
 	AmqHasher  *hasher;
 	struct varlena *result;
+	uint64		hash;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
@@ -96,33 +103,103 @@ bloom_add(PG_FUNCTION_ARGS)
 	amq_check_family(hasher, view.family, "bloom filter");
 
 	result = amq_bloom_to_varlena(&view, &view);
-	amq_bloom_add(&view, amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed, view.family),
-				  hasher->family);
+	hash = amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed, view.family);
+	amq_bloom_add_or_error(&view, &hash, 1, hasher->family);
 	PG_RETURN_POINTER(result);
+}
+
+/*
+ * bloom_delete(bloom, anyelement): a copy with one copy of the value
+ * removed; unchanged if the filter certainly does not hold the value.  Only
+ * the counting and dleft layouts can delete; the sizeless empty filter holds
+ * nothing.  NULLs as in bloom_add.
+ */
+Datum
+bloom_delete(PG_FUNCTION_ARGS)
+{
+	amq_bloom_view view;
+	AmqHasher  *hasher;
+	struct varlena *result;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	amq_bloom_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
+	hasher = amq_hasher_get(fcinfo, 1);
+	if (!amq_bloom_is_empty(&view) && !amq_bloom_layout_counts(view.layout))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot delete from a bloom filter of layout %s",
+						amq_bloom_layout_name(view.layout)),
+				 errdetail("Its bits do not record how many values set them."),
+				 errhint("Build the filter with layout 'counting' or 'dleft' to delete values.")));
+	if (PG_ARGISNULL(1) || view.family == 0)
+		PG_RETURN_POINTER(amq_bloom_to_varlena(&view, NULL));
+	amq_check_family(hasher, view.family, "bloom filter");
+
+	result = amq_bloom_to_varlena(&view, &view);
+	amq_bloom_delete(&view, amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed,
+										   view.family));
+	PG_RETURN_POINTER(result);
+}
+
+/*
+ * The filter argument and the value's hash, for the probes; false when the
+ * filter holds no values at all (so no hash is needed).
+ */
+static bool
+probe_args(FunctionCallInfo fcinfo, int filter_arg, int value_arg,
+		   amq_bloom_view *view, uint64 *hash, amq_read_fn *read,
+		   AmqFilterCache **filter)
+{
+	AmqHasher  *hasher;
+
+	*filter = &amq_call_cache(fcinfo)->filter[0];
+	/* a stored filter may be read in slices (filter_access.c) */
+	*read = amq_filter_probe_arg(fcinfo, filter_arg, *filter, &amq_bloom_format,
+								 view);
+	/* look the type up even for an empty filter: errors must not depend on data */
+	hasher = amq_hasher_get(fcinfo, value_arg);
+	if (view->family == 0)
+		return false;
+	amq_check_family(hasher, view->family, "bloom filter");
+	*hash = amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg), view->seed,
+						   view->family);
+	return true;
 }
 
 /* Membership test shared by @> and <@; strict, so a NULL value gives NULL. */
 static bool
 probe(FunctionCallInfo fcinfo, int filter_arg, int value_arg)
 {
-	AmqFilterCache *filter = &amq_call_cache(fcinfo)->filter[0];
 	amq_bloom_view view;
-	AmqHasher  *hasher;
-	amq_read_fn read;
 	uint64		hash;
+	amq_read_fn read;
+	AmqFilterCache *filter;
 
-	/* a stored filter may be read in slices (filter_access.c) */
-	read = amq_filter_probe_arg(fcinfo, filter_arg, filter, &amq_bloom_format,
-								&view);
-	/* look the type up even for an empty filter: errors must not depend on data */
-	hasher = amq_hasher_get(fcinfo, value_arg);
-	if (view.family == 0)
+	if (!probe_args(fcinfo, filter_arg, value_arg, &view, &hash, &read, &filter))
 		return false;
-	amq_check_family(hasher, view.family, "bloom filter");
-	hash = amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg), view.seed,
-						  view.family);
 	return read ? amq_bloom_may_contain_read(&view, hash, read, filter)
 		: amq_bloom_may_contain(&view, hash);
+}
+
+/*
+ * bloom_count(bloom, anyelement): copies of the value, never fewer than were
+ * added and not deleted (counting, dleft); 1 or 0 on the other layouts.
+ */
+Datum
+bloom_count(PG_FUNCTION_ARGS)
+{
+	amq_bloom_view view;
+	uint64		hash;
+	uint64		n = 0;
+	amq_read_fn read;
+	AmqFilterCache *filter;
+
+	/* only the bit layouts are read in slices; they count 1 or 0 */
+	if (probe_args(fcinfo, 0, 1, &view, &hash, &read, &filter))
+		n = read ? amq_bloom_may_contain_read(&view, hash, read, filter)
+			: amq_bloom_count(&view, hash);
+	PG_RETURN_INT32(n > PG_INT32_MAX ? PG_INT32_MAX : (int32) n);
 }
 
 /* bloom_contains(bloom, anyelement): false means certainly not a member */
@@ -203,16 +280,19 @@ filter_stats(const amq_bloom_view *view, amq_bloom_stats *stats)
 
 /*
  * bloom_info(bloom): geometry, counts and fill-derived estimates.
- * est_distinct is the Swamidass-Baldi estimate from the fill; est_fpr is the
- * false-positive rate the filter has now.
+ * est_distinct is the Swamidass-Baldi estimate from the fill (dleft: the
+ * cells used); est_fpr is the false-positive rate the filter has now.  The
+ * counting and dleft layouts add their counters or cells, how many are used
+ * and stuck at the maximum, and dleft its fingerprint width.
  */
 Datum
 bloom_info(PG_FUNCTION_ARGS)
 {
 	amq_bloom_view view;
 	amq_bloom_stats stats;
-	Datum		values[11];
-	bool		nulls[11] = {false};
+	Datum		values[16];
+	bool		nulls[16] = {false};
+	bool		counts;
 
 	amq_bloom_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
 	filter_stats(&view, &stats);
@@ -220,7 +300,9 @@ bloom_info(PG_FUNCTION_ARGS)
 	values[0] = CStringGetTextDatum(amq_bloom_layout_name(view.layout));
 	values[1] = Int64GetDatum((int64) view.nbits);
 	values[2] = Int64GetDatum((int64) amq_bloom_total_bytes(&view));
-	values[3] = Int32GetDatum((int32) view.hashes);
+	/* dleft's hashes field is its fingerprint width; it probes its 4 tables */
+	values[3] = Int32GetDatum(view.layout == AMQ_BLOOM_LAYOUT_DLEFT ?
+							  AMQ_BLOOM_DLEFT_TABLES : (int32) view.hashes);
 	values[4] = Int64GetDatum(amq_count_to_int64(view.capacity));
 	values[5] = Float8GetDatum(view.target_fpr);
 	values[6] = Int64GetDatum(amq_count_to_int64(view.inserted));
@@ -233,6 +315,17 @@ bloom_info(PG_FUNCTION_ARGS)
 	nulls[10] = view.family == 0;
 	if (!nulls[10])
 		values[10] = PointerGetDatum(amq_family_identity(fcinfo, view.family));
+
+	/* counters or cells: the counting and dleft layouts only */
+	counts = amq_bloom_layout_counts(view.layout);
+	nulls[7] = view.layout == AMQ_BLOOM_LAYOUT_DLEFT;
+	nulls[11] = nulls[12] = nulls[13] = nulls[14] = !counts;
+	values[11] = Int64GetDatum((int64) view.cells);
+	values[12] = Int64GetDatum((int64) stats.cells_used);
+	values[13] = Int64GetDatum((int64) stats.saturated);
+	values[14] = Float8GetDatum(view.cells ? (double) stats.cells_used / (double) view.cells : 0.0);
+	nulls[15] = view.layout != AMQ_BLOOM_LAYOUT_DLEFT;
+	values[15] = Int32GetDatum((int32) view.hashes);
 	return amq_return_record(fcinfo, values, nulls);
 }
 

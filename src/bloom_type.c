@@ -2,7 +2,8 @@
  * bloom_type.c
  *		The bloom type's own glue: its format descriptor and I/O functions,
  *		opening bloom arguments, filters the glue owns, merging, layout
- *		names and the error for filters that cannot be combined.
+ *		names and the errors for filters that cannot be combined and for a
+ *		full dleft filter.
  *
  * Filters the glue owns (aggregate states, cached copies) are placed so that
  * their bit arrays start on a 64-byte boundary: then each 512-bit block of
@@ -103,9 +104,32 @@ amq_bloom_merge(amq_bloom_view *dst, const amq_bloom_view *src, bool intersect)
 		size_t		to = Min(total, from + AMQ_SLICE_BYTES);
 
 		CHECK_FOR_INTERRUPTS();
-		amq_bloom_merge_bits(dst, src, from, to, intersect);
+		if (amq_bloom_merge_bits(dst, src, from, to, intersect) != AMQ_OK)
+			amq_report_bloom_full();
 	}
 	amq_bloom_merge_finish(dst, src, intersect);
+}
+
+/* Adds hashed values to a filter, or errors if a dleft filter is full. */
+void
+amq_bloom_add_or_error(amq_bloom_view *view, const uint64 *hashes, int count,
+					   uint32 family)
+{
+	if (amq_bloom_add_many(view, hashes, count, family) != AMQ_OK)
+		amq_report_bloom_full();
+}
+
+/* Reports a d-left filter with no room for a value. */
+void
+amq_report_bloom_full(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("bloom filter is full"),
+			 errdetail("A value has no cell in the dleft filter yet, and all %d buckets it may use are full.",
+					   AMQ_BLOOM_DLEFT_TABLES),
+			 errhint("Build the filter for a larger n.")));
+	pg_unreachable();
 }
 
 /* The layout code for a layout name given in SQL. */
@@ -119,10 +143,14 @@ amq_bloom_parse_layout(text *layout)
 		return AMQ_BLOOM_LAYOUT_BLOCKED;
 	if (len == 7 && memcmp(s, "classic", 7) == 0)
 		return AMQ_BLOOM_LAYOUT_CLASSIC;
+	if (len == 8 && memcmp(s, "counting", 8) == 0)
+		return AMQ_BLOOM_LAYOUT_COUNTING;
+	if (len == 5 && memcmp(s, "dleft", 5) == 0)
+		return AMQ_BLOOM_LAYOUT_DLEFT;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("unknown bloom filter layout \"%s\"", text_to_cstring(layout)),
-			 errhint("Valid layouts are 'blocked' (the default) and 'classic'.")));
+			 errhint("Valid layouts are 'blocked' (the default), 'classic', 'counting' and 'dleft'.")));
 	pg_unreachable();
 }
 
@@ -136,6 +164,10 @@ amq_bloom_layout_name(int layout)
 			return "blocked";
 		case AMQ_BLOOM_LAYOUT_CLASSIC:
 			return "classic";
+		case AMQ_BLOOM_LAYOUT_COUNTING:
+			return "counting";
+		case AMQ_BLOOM_LAYOUT_DLEFT:
+			return "dleft";
 		default:
 			return "empty";
 	}
