@@ -90,7 +90,8 @@ SELECT cuckoo_delete(cuckoo_add(f, 40), 40)::bytea = f::bytea AS round_trip FROM
 SELECT cuckoo_delete(cuckoo_empty(10, 0.5), 'x'::text)::bytea = cuckoo_empty(10, 0.5)::bytea AS unbound_unchanged;
 
 -- duplicates are stored as copies: 20 copies of one value in a filter whose
--- bucket pair holds 8 (plus a victim) grows the filter
+-- bucket pair holds 8; the copies past those are counted in the filter's
+-- counter section, so it keeps its one table
 CREATE TABLE copies AS
   WITH RECURSIVE r(i, f) AS (
     SELECT 0, cuckoo_empty(100, 0.01)

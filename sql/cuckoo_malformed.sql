@@ -3,7 +3,8 @@
 -- Header (FORMAT.md), offsets from 0, integers little-endian:
 --   0 magic "AMQC" | 4 version | 5 bucket size | 6 hash scheme | 7 fingerprint bits
 --   8 flags (4) | 12 family (4) | 16 seed (8) | 24 capacity (8)
---   32 target fpr (8, float) | 40 tables (4) | 44..63 reserved
+--   32 target fpr (8, float) | 40 tables (4) | 44 counter entries (4, version 2)
+--   48..63 reserved
 -- then each table: 0 buckets (8) | 8 items (8) | 16 victim bucket (8)
 --   24 victim fingerprint (4) | 28 reserved (4) | 32 ceil(4 * buckets * f / 64) + 1 words
 -- Rules, in check order:
@@ -77,7 +78,7 @@ SELECT n, rule, what, v FROM specimen sp, LATERAL (VALUES
   ( 3,  1, '63 bytes, one short of a header',     substr(sp.s, 1, 63)),
   ( 4,  2, 'magic "AMQB" (bloom''s)',             patch(sp.s, 3, '42')),
   ( 5,  2, 'magic "XMQC"',                        patch(sp.s, 0, '58')),
-  ( 6,  3, 'version 2',                           patch(sp.s, 4, '02')),
+  ( 6,  3, 'version 3',                           patch(sp.s, 4, '03')),
   ( 7,  3, 'version 0',                           patch(sp.s, 4, '00')),
   ( 8,  4, 'hash scheme 0',                       patch(sp.s, 6, '00')),
   ( 9,  4, 'hash scheme 2',                       patch(sp.s, 6, '02')),
@@ -145,7 +146,7 @@ SELECT n, rule, what, try_bytea(v) FROM cases ORDER BY n;
 SELECT n, rule, try_text(translate(encode(v, 'base64'), E'\n', '')) FROM cases ORDER BY n;
 
 -- the full report of one, with its hint
-SELECT patch(s, 4, '02')::cuckoo FROM specimen;
+SELECT patch(s, 4, '03')::cuckoo FROM specimen;
 \echo :LAST_ERROR_SQLSTATE
 
 -- text that is not canonical base64

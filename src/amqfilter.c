@@ -111,8 +111,10 @@ amq_report_invalid(const AmqFormat *format, amq_status status, AmqGate gate,
 			 errmsg("%s %s", what, format->name),
 			 errdetail_internal("%s", status_sentence(status)),
 			 status == AMQ_ERR_VERSION ?
-			 errhint("This build of amqfilter reads format version %d.",
-					 format->version) : 0));
+			 (format->version > 1 ?
+			  errhint("This build of amqfilter reads format versions 1 to %d.",
+					  format->version) :
+			  errhint("This build of amqfilter reads format version 1.")) : 0));
 	(void) escontext;
 	return false;
 }

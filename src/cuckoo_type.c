@@ -33,7 +33,7 @@
  * amq_cuckoo_format and cuckoo_in, cuckoo_out, cuckoo_recv, cuckoo_send, cuckoo_to_bytea,
  * cuckoo_from_bytea
  */
-AMQ_FORMAT_FUNCTIONS(cuckoo, AMQ_CUCKOO_VERSION, AMQ_CUCKOO_HEADER_SIZE)
+AMQ_FORMAT_FUNCTIONS(cuckoo, AMQ_CUCKOO_VERSION_COUNTERS, AMQ_CUCKOO_HEADER_SIZE)
 
 /* Sizes a filter for SQL arguments, erroring before anything is allocated. */
 void
@@ -53,12 +53,6 @@ amq_cuckoo_size_or_error(int64 n, double p, amq_cuckoo_params *params)
 				 errhint("Use a bloom filter for lower rates.")));
 	if (status != AMQ_OK)
 		amq_report_sizing(&amq_cuckoo_format, status, n, p, NULL);
-}
-
-static size_t
-sum_saturating(size_t a, size_t b)
-{
-	return a > SIZE_MAX - b ? SIZE_MAX : a + b;
 }
 
 /* Errors unless a filter of the given size is within the limit. */
@@ -147,9 +141,7 @@ amq_cuckoo_buffer_add_many(AmqCuckooBuffer *buf, const uint64 *hashes,
 	status = amq_cuckoo_add_growing(&buf->view, hashes, count, family,
 									reserve_for_core, buf, &done);
 	if (status == AMQ_ERR_TOO_LARGE)
-		check_size(sum_saturating(buf->view.bytes,
-								  amq_cuckoo_table_bytes(amq_cuckoo_growth_buckets(&buf->view),
-														 buf->view.fp_bits)));
+		check_size(amq_cuckoo_growth_bytes(&buf->view));
 	if (status != AMQ_OK)
 		elog(ERROR, "cuckoo filter insertion failed: %s", amq_status_text(status));
 }

@@ -58,6 +58,8 @@ delete_checked(cf *f, uint64_t hash, bool *wrong)
 	};
 	unsigned	before[MAXT],
 				after[MAXT];
+	uint64_t	counted = f->v.counted;
+	uint64_t	count = amq_cuckoo_count(&f->v, hash);
 	uint32_t	ntables = f->v.tables < MAXT ? f->v.tables : MAXT;
 	uint32_t	want = UINT32_MAX;
 	int			want_level = -1;
@@ -80,7 +82,19 @@ delete_checked(cf *f, uint64_t hash, bool *wrong)
 		}
 	}
 	deleted = amq_cuckoo_delete(&f->v, hash);
-	if (deleted != (want != UINT32_MAX))
+	if (f->v.counted < counted)
+	{
+		/* a counted copy went: the slots stay as they were */
+		want = UINT32_MAX;
+		if (!deleted || amq_cuckoo_count(&f->v, hash) != count - 1)
+		{
+			diag("delete of %016llx took a counted copy but count went %llu -> %llu",
+				 (unsigned long long) hash, (unsigned long long) count,
+				 (unsigned long long) amq_cuckoo_count(&f->v, hash));
+			*wrong = true;
+		}
+	}
+	else if (deleted != (want != UINT32_MAX))
 	{
 		diag("delete of %016llx returned %s, %s copy in its pairs",
 			 (unsigned long long) hash, deleted ? "true" : "false",
@@ -107,8 +121,9 @@ delete_checked(cf *f, uint64_t hash, bool *wrong)
 }
 
 /*
- * One value added 20 times (two bucket pairs and a victim per table, so
- * growth tables of the same size follow), counted, then deleted 20 times.
+ * One value added 20 times: eight copies fill its bucket pair, the other
+ * twelve are counted in the counter section (no growth table, which used to
+ * follow every eight copies), then deleted 20 times, counted copies first.
  */
 static void
 test_duplicates(void)
@@ -127,17 +142,13 @@ test_duplicates(void)
 		cf_add(&f, h, FAMILY_A);
 		CHECK(amq_cuckoo_count(&f.v, h) == (uint64_t) i);
 	}
-	diag("20 copies: %u tables, %zu bytes", f.v.tables, f.v.bytes);
-	CHECK(f.v.tables >= 3);
-	/* a half-empty table is full only because of one value: same size */
-	{
-		amq_cuckoo_table t0,
-					t1;
-
-		amq_cuckoo_table_at(&f.v, 0, &t0);
-		amq_cuckoo_table_at(&f.v, 1, &t1);
-		CHECK(t1.buckets == t0.buckets);
-	}
+	diag("20 copies: %u tables, %zu bytes, %llu counted", f.v.tables,
+		 f.v.bytes, (unsigned long long) f.v.counted);
+	CHECK(f.v.tables == 1);
+	CHECK(f.v.counted == 12 && f.v.counters_used == 1);
+	CHECK(f.v.counters == AMQ_CUCKOO_MIN_COUNTERS);
+	CHECK(f.v.bytes == f.params.bytes + AMQ_CUCKOO_MIN_COUNTERS * AMQ_CUCKOO_COUNTER_SIZE);
+	CHECK(f.v.base[4] == AMQ_CUCKOO_VERSION_COUNTERS);
 	cf_valid(&f);
 	CHECK(f.v.items == 20);
 	/* other values are absent (a false positive there would be 1 in 100) */
@@ -169,6 +180,66 @@ test_duplicates(void)
 		CHECK(st.occupied == 0);
 	}
 	free(snap);
+	cf_free(&f);
+}
+
+/*
+ * Values stored many times at the scale users meet them: n = 1M, p = 1%,
+ * 100,000 distinct values, then 20,000 copies of one value and 5,000 of
+ * each of ten others.  Every copy is counted, no table is added, and the
+ * counter section is all the filter grows by; then every hot copy goes.
+ */
+static void
+test_hot_values(void)
+{
+	enum
+	{
+		DISTINCT = 100000, HOT = 11
+	};
+	cf			f;
+	uint64_t	s = 77;
+	uint64_t	hot[HOT];
+	uint64_t	copies[HOT];
+	int			i;
+	uint64_t	c;
+
+	if (!cf_make(&f, 1000000, 0.01))
+		return;
+	for (i = 0; i < DISTINCT; i++)
+		cf_add(&f, splitmix64(&s), FAMILY_A);
+	for (i = 0; i < HOT; i++)
+	{
+		hot[i] = splitmix64(&s);
+		copies[i] = i == 0 ? 20000 : 5000;
+		for (c = 0; c < copies[i]; c++)
+			cf_add(&f, hot[i], FAMILY_A);
+	}
+	diag("n=1e6 p=0.01: %d values, 20,000 + 10 x 5,000 copies: %u tables, "
+		 "%zu bytes (%zu sized), %u counters",
+		 DISTINCT, f.v.tables, f.v.bytes, f.params.bytes, f.v.counters);
+	CHECK(f.v.tables == 1);
+	CHECK(f.v.bytes <= f.params.bytes + AMQ_CUCKOO_MIN_COUNTERS * AMQ_CUCKOO_COUNTER_SIZE * 2);
+	CHECK(f.v.items == DISTINCT + 70000);
+	for (i = 0; i < HOT; i++)
+		CHECK(amq_cuckoo_count(&f.v, hot[i]) >= copies[i]);
+	cf_valid(&f);
+	for (i = 0; i < HOT; i++)
+	{
+		for (c = 0; c < copies[i]; c++)
+			CHECK(amq_cuckoo_delete(&f.v, hot[i]));
+		CHECK(amq_cuckoo_count(&f.v, hot[i]) == 0 || amq_cuckoo_count(&f.v, hot[i]) < 3);
+	}
+	CHECK(f.v.counted == 0 && f.v.counters_used == 0);
+	CHECK(f.v.items == DISTINCT);
+	cf_valid(&f);
+	/* the distinct values are all still there */
+	s = 77;
+	for (i = 0; i < DISTINCT; i++)
+		if (!amq_cuckoo_may_contain(&f.v, splitmix64(&s)))
+		{
+			CHECK(!"a distinct value was lost");
+			break;
+		}
 	cf_free(&f);
 }
 
@@ -315,7 +386,7 @@ check_delete_random(double p, uint64_t seed)
 			if (!cf_valid(&f))
 				break;
 			st = view_stats(&f.v, 4096);
-			CHECK(st.occupied == total);
+			CHECK(st.occupied + f.v.counted == total);
 			for (i = 0; i < POOL; i++)
 			{
 				if (mult[i] == 0)
@@ -537,6 +608,7 @@ test_delete_stress(void)
 	uint32_t	max_tables = 0;
 	uint64_t	max_total = 0;
 	uint8_t    *prev = NULL;
+	uint64_t	prev_counted = 0;
 	size_t		prev_room = 0;
 	long		sweeps = 0,
 				classes_rechecked = 0;
@@ -584,6 +656,21 @@ test_delete_stress(void)
 		int			k;
 		uint32_t	mask;
 
+		/*
+		 * Further copies of a stored fingerprint are counted rather than
+		 * grown into, so growth comes from new fingerprints alone; tables of
+		 * levels 1 to 3 are also appended at set moments, so that deletion
+		 * across levels, counters included, is exercised whatever growth did.
+		 */
+		if (op % 20000 == 0 && op <= 60000)
+		{
+			unsigned	l = (unsigned) (op / 20000);
+
+			if (!cf_grow_to(&f, (uint64_t) 264 << l))
+				break;
+			levels_present |= UINT32_C(1) << l;
+		}
+
 		/* the bytes before the operation, to see which slots it changes */
 		if (prev_room < f.v.bytes)
 		{
@@ -592,6 +679,7 @@ test_delete_stress(void)
 			prev = xmalloc(prev_room);
 		}
 		memcpy(prev, f.buf, f.v.bytes);
+		prev_counted = f.v.counted;
 
 		if (do_add)
 		{
@@ -675,6 +763,9 @@ test_delete_stress(void)
 		 * of k's fingerprint, so k's whole class is checked after each.
 		 */
 		mask = removed_fps(prev, f.buf, f.v.fp_bits);
+		/* a counted copy that went changes no slot */
+		if (f.v.counted < prev_counted)
+			mask |= UINT32_C(1) << fps[k];
 		if (mult[k] > 0)
 		{
 			lost += !stress_check_value(&f, pool, mult, k, op, &shown);
@@ -714,7 +805,7 @@ test_delete_stress(void)
 		{
 			if (!cf_valid(&f))
 				break;
-			CHECK(view_stats(&f.v, 1000).occupied == total);
+			CHECK(view_stats(&f.v, 1000).occupied + f.v.counted == total);
 		}
 		if (lost > 100 || failed_deletes > 100 || wrong_table > 100)
 		{
@@ -1097,6 +1188,7 @@ test_delete_victims(void)
 
 static const amq_test tests[] = {
 	{"duplicates", test_duplicates},
+	{"hot values at n = 1M", test_hot_values},
 	{"delete across growth tables", test_delete_across_tables},
 	{"delete victims", test_delete_victims},
 	{"delete random p=0.01", test_delete_random},

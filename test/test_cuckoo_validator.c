@@ -116,7 +116,9 @@ test_validator_header(void)
 	BREAK(&f, c[3] = 'B', AMQ_ERR_MAGIC);	/* a bloom filter's magic */
 	BREAK(&f, c[3] = 'c', AMQ_ERR_MAGIC);
 	BREAK(&f, c[OFF_VERSION] = 0, AMQ_ERR_VERSION);
-	BREAK(&f, c[OFF_VERSION] = 2, AMQ_ERR_VERSION);
+	BREAK(&f, c[OFF_VERSION] = 3, AMQ_ERR_VERSION);
+	/* version 2 without its counter section */
+	BREAK(&f, c[OFF_VERSION] = 2, AMQ_ERR_GEOMETRY);
 	BREAK(&f, c[OFF_HASH_SCHEME] = 0, AMQ_ERR_HASH_SCHEME);
 	BREAK(&f, c[OFF_HASH_SCHEME] = 2, AMQ_ERR_HASH_SCHEME);
 	BREAK(&f, c[OFF_FLAGS] = 1, AMQ_ERR_RESERVED);
@@ -572,6 +574,86 @@ test_validator_empty(void)
  * ----------------------------------------------------------------
  */
 
+/*
+ * One case per rule of the counter section (version 2): a filter whose
+ * value was added 20 times holds one counter in a section of 16 entries.
+ */
+static void
+test_validator_counters(void)
+{
+	cf			f;
+	amq_cuckoo_view v;
+	uint8_t    *c;
+	size_t		end;
+	size_t		e = 0;			/* the used entry */
+	size_t		z = 0;			/* an empty entry */
+	uint32_t	i;
+	int			k;
+
+	if (!cf_make(&f, 1000, 0.01))
+		return;
+	cf_add_keys(&f, 3, 500, FAMILY_A);
+	for (k = 0; k < 20; k++)
+		cf_add(&f, 99, FAMILY_A);
+	CHECK_STATUS(amq_cuckoo_open(f.buf, f.v.bytes, &v), AMQ_OK);
+	CHECK(v.counters == 16 && v.counters_used == 1 && v.counted == 12);
+	CHECK(f.buf[OFF_VERSION] == 2 && peek_u32(f.buf + OFF_RESERVED) == 16);
+	end = v.tables_end;
+	CHECK(end + 16 * AMQ_CUCKOO_COUNTER_SIZE == v.bytes);
+	for (i = 0; i < 16; i++)
+	{
+		size_t		at = end + (size_t) i * AMQ_CUCKOO_COUNTER_SIZE;
+
+		if (peek_u64(f.buf + at + 8) != 0)
+			e = at;
+		else
+			z = at;
+	}
+	CHECK(e != 0 && z != 0 && peek_u64(f.buf + e + 8) == 12);
+
+	/* the section's size */
+	BREAK(&f, c[OFF_RESERVED] = 15, AMQ_ERR_GEOMETRY);	/* not a power of two */
+	BREAK(&f, c[OFF_RESERVED] = 8, AMQ_ERR_GEOMETRY);	/* below the minimum */
+	BREAK(&f, c[OFF_RESERVED + 3] = 2, AMQ_ERR_GEOMETRY);	/* above the maximum */
+	BREAK(&f, c[OFF_RESERVED] = 32, AMQ_ERR_LENGTH);	/* tables end elsewhere */
+	BREAK2(&f, c[OFF_RESERVED + 2] = 1, AMQ_ERR_LENGTH, AMQ_ERR_GEOMETRY);
+	/* entries */
+	BREAK(&f, c[z + 20] = 1, AMQ_ERR_RESERVED);	/* empty but not zero */
+	BREAK(&f, c[e + 21] = 1, AMQ_ERR_RESERVED);
+	BREAK(&f, c[e + 23] = 0x80, AMQ_ERR_RESERVED);
+	BREAK(&f, memset(c + e + 16, 0, 4), AMQ_ERR_GEOMETRY);	/* fingerprint 0 */
+	BREAK(&f, c[e + 19] = 0xff, AMQ_ERR_GEOMETRY);	/* wider than f */
+	BREAK(&f, c[e + 20] = 32, AMQ_ERR_GEOMETRY);	/* level */
+	BREAK(&f, c[e + 20] = 30, AMQ_ERR_GEOMETRY);	/* more buckets than allowed */
+	BREAK(&f, c[e + 7] = 0x01, AMQ_ERR_GEOMETRY);	/* bucket past the table */
+	/* more than half the entries used: a search might find no empty one */
+	BREAK(&f,
+		  for (i = 0; i < 9; i++)
+		  {
+			  uint8_t * x = c + end + (size_t) i * AMQ_CUCKOO_COUNTER_SIZE;
+			  memset(x, 0, AMQ_CUCKOO_COUNTER_SIZE);
+			  x[8] = 1;
+			  x[16] = 1;
+		  },
+		  AMQ_ERR_COUNT);
+	/* counted copies in a filter bound to no family */
+	BREAK(&f, memset(c + OFF_FAMILY, 0, 4); for (i = 0; i < v.tables; i++) {
+		  amq_cuckoo_table tb;
+		  amq_cuckoo_table_at(&v, i, &tb);
+		  memset(c + (tb.header - f.buf) + 8, 0, 8);},
+		  AMQ_ERR_UNBOUND_COUNT);
+	/* the prefixes of the section */
+	for (i = 1; i < 16 * AMQ_CUCKOO_COUNTER_SIZE; i += 7)
+	{
+		amq_cuckoo_view bv;
+
+		c = valid_copy(&f, v.bytes - i);
+		CHECK(amq_cuckoo_open(c, v.bytes - i, &bv) != AMQ_OK);
+		free(c);
+	}
+	cf_free(&f);
+}
+
 static const amq_test tests[] = {
 	{"validator truncated", test_validator_truncated},
 	{"validator header", test_validator_header},
@@ -579,6 +661,7 @@ static const amq_test tests[] = {
 	{"validator table nesting", test_validator_nesting},
 	{"validator prefixes", test_validator_prefixes},
 	{"validator empty filter", test_validator_empty},
+	{"validator counter section", test_validator_counters},
 };
 
 int

@@ -56,6 +56,20 @@
  *	 fingerprints of source bucket b (plus the source victim, which takes
  *	 the spill table's victim slot), so the spill always succeeds.
  *
+ * - Counters for values stored many times.  A value's copies live in its
+ *	 bucket pair, eight slots and a victim in each table; past that, each
+ *	 further copy used to take a new table of the filter's size, so a few
+ *	 thousand copies of one value filled a gigabyte.  When a value's pair in
+ *	 some table holds nothing but copies of its fingerprint, further copies
+ *	 are counted instead, in a counter section after the tables: an
+ *	 open-addressing table of (level, pair, fingerprint, count) entries.
+ *	 A counter belongs to a bucket pair of a level, not to one table, and
+ *	 behaves like one more slot of that pair in a table of that level: it
+ *	 is what a fingerprint stored there would be, so probing, counting,
+ *	 deleting (largest level first) and merging treat it so.  The counter
+ *	 section is what version 2 of the format adds; a filter without one is
+ *	 written as version 1, byte for byte what earlier versions wrote.
+ *
  * Eviction choices come from a generator seeded with the value's hash, so
  * the same values added in the same order give the same bytes.
  *
@@ -82,7 +96,8 @@
 #define OFF_CAPACITY	24
 #define OFF_TARGET_FPR	32
 #define OFF_TABLES		40
-#define OFF_RESERVED	44		/* 20 bytes, up to the end of the header */
+#define OFF_COUNTERS	44		/* version 2; in version 1 part of the reserved bytes */
+#define OFF_RESERVED	48		/* 16 bytes, up to the end of the header */
 
 /* table header field offsets */
 #define T_BUCKETS		0
@@ -90,6 +105,13 @@
 #define T_VICTIM_BUCKET	16
 #define T_VICTIM_FP		24
 #define T_RESERVED		28
+
+/* counter entry field offsets */
+#define C_BUCKET		0		/* the lower bucket of the pair */
+#define C_COUNT			8		/* copies counted; 0 marks an empty entry */
+#define C_FP			16
+#define C_LEVEL			20
+#define C_RESERVED		21		/* 3 bytes */
 
 #define HASH_SCHEME_PG_EXTENDED	1	/* as for bloom: see amq_bloom.h */
 
@@ -341,7 +363,7 @@ amq_cuckoo_table_next(const amq_cuckoo_view *view, amq_cuckoo_table *table)
 	uint8_t    *p = table->header + table->bytes;
 
 	/* the validator made the tables tile the bytes after the header */
-	if (p >= view->base + view->bytes)
+	if (p >= view->base + view->tables_end)
 		return false;
 	table_decode(p, view->fp_bits, view->base_buckets, table);
 	return true;
@@ -466,6 +488,277 @@ set_victim(amq_cuckoo_table *t, uint32_t fp, uint64_t bucket)
 	t->victim_bucket = fp ? bucket : 0;
 	put_u32(t->header + T_VICTIM_FP, t->victim_fp);
 	put_u64(t->header + T_VICTIM_BUCKET, t->victim_bucket);
+}
+
+/* ----------------------------------------------------------------
+ * The counter section.
+ *
+ * view->counters entries (a power of two) of AMQ_CUCKOO_COUNTER_SIZE bytes
+ * after the last table, keyed by (level, lower bucket of the pair,
+ * fingerprint), with linear probing from counter_home.  An entry whose
+ * count is 0 is empty and all zero.  At most half the entries are used, so
+ * every search meets an empty entry.
+ * ----------------------------------------------------------------
+ */
+
+static inline uint8_t *
+counter_at(const amq_cuckoo_view *view, uint32_t i)
+{
+	return view->base + view->tables_end + (size_t) i * AMQ_CUCKOO_COUNTER_SIZE;
+}
+
+/* First entry a key's search looks at (FORMAT.md specifies it). */
+static inline uint32_t
+counter_home(uint64_t bucket, uint32_t fp, unsigned level, uint32_t n)
+{
+	return (uint32_t) (amq_fmix64(amq_fmix64(((uint64_t) level << 32) | fp) ^ bucket) &
+					   (n - 1));
+}
+
+static inline bool
+counter_is(const uint8_t *e, uint64_t bucket, uint32_t fp, unsigned level)
+{
+	return get_u64(e + C_BUCKET) == bucket && get_u32(e + C_FP) == fp &&
+		e[C_LEVEL] == level;
+}
+
+/*
+ * The entry for a key, or UINT32_MAX if there is none; *hole is where it
+ * would go (the empty entry that ended the search).
+ */
+static uint32_t
+counter_find(const amq_cuckoo_view *view, uint64_t bucket, uint32_t fp,
+			 unsigned level, uint32_t *hole)
+{
+	uint32_t	n = view->counters;
+	uint32_t	i;
+	uint32_t	k;
+
+	*hole = UINT32_MAX;
+	if (n == 0)
+		return UINT32_MAX;
+	i = counter_home(bucket, fp, level, n);
+	for (k = 0; k < n; k++, i = (i + 1) & (n - 1))
+	{
+		const uint8_t *e = counter_at(view, i);
+
+		if (get_u64(e + C_COUNT) == 0)
+		{
+			*hole = i;
+			return UINT32_MAX;
+		}
+		if (counter_is(e, bucket, fp, level))
+			return i;
+	}
+	return UINT32_MAX;			/* not reached: the validator keeps a hole */
+}
+
+/*
+ * Copies counted for fp's pair whose lower bucket is bucket at level, the
+ * entries read through read (in memory or not, as lookup reads tables).
+ */
+static inline uint64_t
+counted_via(const amq_cuckoo_view *view, amq_read_fn read, void *ctx,
+			unsigned level, uint64_t bucket, uint32_t fp)
+{
+	uint32_t	n = view->counters;
+	uint32_t	i = counter_home(bucket, fp, level, n);
+	uint32_t	k;
+
+	for (k = 0; k < n; k++, i = (i + 1) & (n - 1))
+	{
+		const uint8_t *e = read(ctx, view->tables_end + (size_t) i * AMQ_CUCKOO_COUNTER_SIZE,
+								AMQ_CUCKOO_COUNTER_SIZE);
+		uint64_t	count = get_u64(e + C_COUNT);
+
+		if (count == 0)
+			return 0;
+		if (counter_is(e, bucket, fp, level))
+			return count;
+	}
+	return 0;
+}
+
+/*
+ * Counts amount more copies of fp for the pair whose lower bucket is bucket
+ * at level; false, changing nothing, when a new entry would fill the
+ * section past half (the caller grows it first).
+ */
+static bool
+counter_add(amq_cuckoo_view *view, unsigned level, uint64_t bucket,
+			uint32_t fp, uint64_t amount)
+{
+	uint32_t	hole;
+	uint32_t	i = counter_find(view, bucket, fp, level, &hole);
+	uint8_t    *e;
+
+	if (i == UINT32_MAX)
+	{
+		if (hole == UINT32_MAX || view->counters_used + 1 > view->counters / 2)
+			return false;
+		e = counter_at(view, hole);
+		put_u64(e + C_BUCKET, bucket);
+		put_u32(e + C_FP, fp);
+		e[C_LEVEL] = (uint8_t) level;
+		put_u64(e + C_COUNT, amount);
+		view->counters_used++;
+	}
+	else
+	{
+		e = counter_at(view, i);
+		put_u64(e + C_COUNT, add_saturating(get_u64(e + C_COUNT), amount));
+	}
+	view->counted = add_saturating(view->counted, amount);
+	view->items = add_saturating(view->items, amount);
+	return true;
+}
+
+/*
+ * One copy fewer in entry i; an entry that reaches 0 is removed, moving the
+ * entries after it back so that every search still finds its key.  A
+ * counter at its saturated maximum stays there: the true count is unknown.
+ */
+static void
+counter_remove_one(amq_cuckoo_view *view, uint32_t i)
+{
+	uint32_t	n = view->counters;
+	uint8_t    *e = counter_at(view, i);
+	uint64_t	count = get_u64(e + C_COUNT);
+	uint32_t	j = i;
+
+	if (view->counted > 0)
+		view->counted--;
+	if (view->items > 0)
+		view->items--;
+	if (count == UINT64_MAX)
+		return;
+	if (count > 1)
+	{
+		put_u64(e + C_COUNT, count - 1);
+		return;
+	}
+	/* backward-shift deletion for linear probing */
+	for (;;)
+	{
+		uint8_t    *f;
+		uint32_t	home;
+
+		j = (j + 1) & (n - 1);
+		f = counter_at(view, j);
+		if (get_u64(f + C_COUNT) == 0)
+			break;
+		home = counter_home(get_u64(f + C_BUCKET), get_u32(f + C_FP),
+							f[C_LEVEL], n);
+		/* f may fill the hole at i unless its home lies in (i, j] */
+		if ((i < j) ? (home <= i || home > j) : (home <= i && home > j))
+		{
+			memcpy(counter_at(view, i), f, AMQ_CUCKOO_COUNTER_SIZE);
+			i = j;
+		}
+	}
+	memset(counter_at(view, i), 0, AMQ_CUCKOO_COUNTER_SIZE);
+	view->counters_used--;
+}
+
+/* Entries of the next counter section: twice as many, or the smallest. */
+static inline uint64_t
+counters_next(const amq_cuckoo_view *view)
+{
+	return view->counters ? 2 * (uint64_t) view->counters : AMQ_CUCKOO_MIN_COUNTERS;
+}
+
+/*
+ * Buffer size counters_grow needs (the old section and the new one side by
+ * side while entries move), or SIZE_MAX past the limits.
+ */
+static size_t
+counters_growth_bytes(const amq_cuckoo_view *view)
+{
+	uint64_t	n = counters_next(view);
+	size_t		old = (size_t) view->counters * AMQ_CUCKOO_COUNTER_SIZE;
+	size_t		new = (size_t) n * AMQ_CUCKOO_COUNTER_SIZE;
+
+	if (n > AMQ_CUCKOO_MAX_COUNTERS)
+		return SIZE_MAX;
+	return view->tables_end + old + new;	/* all below 2^31: no overflow */
+}
+
+/*
+ * Replaces the counter section by one twice as large (the first one: of
+ * AMQ_CUCKOO_MIN_COUNTERS entries), marking the value version 2.  The
+ * buffer has room for counters_growth_bytes.
+ */
+static void
+counters_grow(amq_cuckoo_view *view)
+{
+	uint32_t	old_n = view->counters;
+	uint32_t	new_n = (uint32_t) counters_next(view);
+	size_t		old_bytes = (size_t) old_n * AMQ_CUCKOO_COUNTER_SIZE;
+	size_t		new_bytes = (size_t) new_n * AMQ_CUCKOO_COUNTER_SIZE;
+	uint8_t    *old = view->base + view->tables_end;
+	uint8_t    *fresh = old + old_bytes;
+	uint32_t	i;
+
+	memset(fresh, 0, new_bytes);
+	for (i = 0; i < old_n; i++)
+	{
+		const uint8_t *e = old + (size_t) i * AMQ_CUCKOO_COUNTER_SIZE;
+		uint32_t	j;
+
+		if (get_u64(e + C_COUNT) == 0)
+			continue;
+		j = counter_home(get_u64(e + C_BUCKET), get_u32(e + C_FP), e[C_LEVEL], new_n);
+		while (get_u64(fresh + (size_t) j * AMQ_CUCKOO_COUNTER_SIZE + C_COUNT) != 0)
+			j = (j + 1) & (new_n - 1);
+		memcpy(fresh + (size_t) j * AMQ_CUCKOO_COUNTER_SIZE, e, AMQ_CUCKOO_COUNTER_SIZE);
+	}
+	memmove(old, fresh, new_bytes);
+	view->counters = new_n;
+	view->bytes = view->tables_end + new_bytes;
+	view->base[OFF_VERSION] = AMQ_CUCKOO_VERSION_COUNTERS;
+	put_u32(view->base + OFF_COUNTERS, new_n);
+}
+
+/*
+ * Makes a gap of bytes at the end of the tables, moving the counter section
+ * behind it, and returns the gap.  The buffer has room for view->bytes +
+ * bytes.
+ */
+static uint8_t *
+open_table_gap(amq_cuckoo_view *view, size_t bytes)
+{
+	uint8_t    *gap = view->base + view->tables_end;
+
+	if (view->counters)
+		memmove(gap + bytes, gap, view->bytes - view->tables_end);
+	view->tables_end += bytes;
+	view->bytes += bytes;
+	return gap;
+}
+
+/* Copies of fp among the four fingerprints of a bucket. */
+static inline unsigned
+copies_of(const uint32_t s[4], uint32_t fp)
+{
+	return (unsigned) (s[0] == fp) + (s[1] == fp) + (s[2] == fp) + (s[3] == fp);
+}
+
+/*
+ * Whether the pair (b1, b2) of table t holds nothing but copies of fp in
+ * its buckets: then more copies of the value are counted instead.  (A pair
+ * that also holds other fingerprints still makes room by evicting them, so
+ * a filter without values stored many times keeps the bytes it always had.)
+ */
+static inline bool
+pair_all(const amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1,
+		 uint64_t b2)
+{
+	uint32_t	s1[4];
+	uint32_t	s2[4];
+
+	bucket_read(t->words, b1, f, s1);
+	bucket_read(t->words, b2, f, s2);
+	return copies_of(s1, fp) == 4 && copies_of(s2, fp) == 4;
 }
 
 /* Puts fp in a free slot of b1 or b2; false if both are full. */
@@ -738,6 +1031,10 @@ amq_cuckoo_open_read(amq_read_fn read, void *ctx, size_t len,
 	uint64_t	base_buckets = 0;
 	size_t		off;
 	size_t		last_offset = 0;
+	size_t		tables_end = len;
+	uint32_t	counters;
+	uint32_t	used = 0;
+	uint64_t	counted = 0;
 	uint32_t	t;
 
 	if (len < AMQ_CUCKOO_HEADER_SIZE)
@@ -746,12 +1043,15 @@ amq_cuckoo_open_read(amq_read_fn read, void *ctx, size_t len,
 	memcpy(head, read(ctx, 0, AMQ_CUCKOO_HEADER_SIZE), AMQ_CUCKOO_HEADER_SIZE);
 	if (memcmp(head + OFF_MAGIC, AMQ_CUCKOO_MAGIC, 4) != 0)
 		return AMQ_ERR_MAGIC;
-	if (head[OFF_VERSION] != AMQ_CUCKOO_VERSION)
+	if (head[OFF_VERSION] != AMQ_CUCKOO_VERSION &&
+		head[OFF_VERSION] != AMQ_CUCKOO_VERSION_COUNTERS)
 		return AMQ_ERR_VERSION;
 	if (head[OFF_SCHEME] != HASH_SCHEME_PG_EXTENDED)
 		return AMQ_ERR_HASH_SCHEME;
+	counters = get_u32(head + OFF_COUNTERS);
 	if (get_u32(head + OFF_FLAGS) != 0 ||
-		!all_zero(head + OFF_RESERVED, AMQ_CUCKOO_HEADER_SIZE - OFF_RESERVED))
+		!all_zero(head + OFF_RESERVED, AMQ_CUCKOO_HEADER_SIZE - OFF_RESERVED) ||
+		(head[OFF_VERSION] == AMQ_CUCKOO_VERSION && counters != 0))
 		return AMQ_ERR_RESERVED;
 
 	f = head[OFF_FP_BITS];
@@ -773,11 +1073,24 @@ amq_cuckoo_open_read(amq_read_fn read, void *ctx, size_t len,
 			 capacity < 1 || !(target_fpr > 0.0 && target_fpr < 1.0))
 		return AMQ_ERR_GEOMETRY;
 
+	/* version 2: a counter section of a power of two entries ends the value */
+	if (head[OFF_VERSION] == AMQ_CUCKOO_VERSION_COUNTERS)
+	{
+		size_t		section = (size_t) counters * AMQ_CUCKOO_COUNTER_SIZE;
+
+		if (tables == 0 || counters < AMQ_CUCKOO_MIN_COUNTERS ||
+			counters > AMQ_CUCKOO_MAX_COUNTERS || (counters & (counters - 1)) != 0)
+			return AMQ_ERR_GEOMETRY;
+		if (len - AMQ_CUCKOO_HEADER_SIZE < section)
+			return AMQ_ERR_LENGTH;
+		tables_end = len - section;
+	}
+
 	off = AMQ_CUCKOO_HEADER_SIZE;
 	for (t = 0; t < tables; t++)
 	{
 		amq_cuckoo_table table;
-		amq_status	status = check_table(read, ctx, off, len, f,
+		amq_status	status = check_table(read, ctx, off, tables_end, f,
 										 &base_buckets, &table);
 
 		if (status != AMQ_OK)
@@ -787,10 +1100,36 @@ amq_cuckoo_open_read(amq_read_fn read, void *ctx, size_t len,
 		items = add_saturating(items, table.items);
 		slots += TABLE_SLOTS(table.buckets);
 	}
+	if (off != tables_end)
+		return AMQ_ERR_LENGTH;
+	for (t = 0; t < counters; t++)
+	{
+		const uint8_t *e = read(ctx, tables_end + (size_t) t * AMQ_CUCKOO_COUNTER_SIZE,
+								AMQ_CUCKOO_COUNTER_SIZE);
+		uint64_t	count = get_u64(e + C_COUNT);
+		unsigned	level = e[C_LEVEL];
+
+		if (count == 0)
+		{
+			if (!all_zero(e, AMQ_CUCKOO_COUNTER_SIZE))
+				return AMQ_ERR_RESERVED;
+			continue;
+		}
+		if (!all_zero(e + C_RESERVED, AMQ_CUCKOO_COUNTER_SIZE - C_RESERVED))
+			return AMQ_ERR_RESERVED;
+		if (level >= AMQ_CUCKOO_MAX_LEVELS || (base_buckets << level) > MAX_BUCKETS ||
+			get_u64(e + C_BUCKET) >= (base_buckets << level) ||
+			get_u32(e + C_FP) == 0 || get_u32(e + C_FP) > fp_mask(f))
+			return AMQ_ERR_GEOMETRY;
+		used++;
+		counted = add_saturating(counted, count);
+	}
+	/* searches end at an empty entry, so at most half may be used */
+	if (used > counters / 2)
+		return AMQ_ERR_COUNT;
+	items = add_saturating(items, counted);
 	if (family == 0 && items != 0)
 		return AMQ_ERR_UNBOUND_COUNT;
-	if (off != len)
-		return AMQ_ERR_LENGTH;
 	/* only reachable by a value that was not built here */
 	if (len > AMQ_CUCKOO_MAX_BYTES)
 		return AMQ_ERR_TOO_LARGE;
@@ -808,6 +1147,11 @@ amq_cuckoo_open_read(amq_read_fn read, void *ctx, size_t len,
 	view->slots = slots;
 	view->base_buckets = base_buckets;
 	view->last_offset = last_offset;
+	view->tables_end = tables_end;
+	view->counters = counters;
+	view->counters_used = used;
+	view->counted = counted;
+	view->grow_counters = false;
 	return AMQ_OK;
 }
 
@@ -835,6 +1179,54 @@ bind_family(amq_cuckoo_view *view, uint32_t family)
 		view->family = family;
 		put_u32(view->base + OFF_FAMILY, family);
 	}
+}
+
+typedef enum
+{
+	COPY_COUNTED,
+	COPY_NEEDS_ROOM,			/* the counter section must grow first */
+	COPY_NOT_COUNTED
+} copy_outcome;
+
+/*
+ * Counts one more copy of a value whose pair is full in every table, if the
+ * value already has a counter, or if its pair in some table holds nothing
+ * but its fingerprint (the largest such table's level).  Only reached when
+ * no slot is free, so it costs nothing on the common path.
+ */
+static copy_outcome
+count_copy(amq_cuckoo_view *view, uint64_t hash)
+{
+	pair_walk	w;
+	amq_cuckoo_table t;
+	bool		found = false;
+	unsigned	level = 0;
+	uint64_t	bucket = 0;
+
+	walk_begin(&w, view, hash);
+	while (walk_next(&w, &t))
+	{
+		uint64_t	lower = w.b1 < w.b2 ? w.b1 : w.b2;
+		uint32_t	hole;
+
+		if (counter_find(view, lower, w.fp, t.level, &hole) != UINT32_MAX)
+		{
+			/* an existing counter: use it */
+			found = true;
+			level = t.level;
+			bucket = lower;
+			break;
+		}
+		if (pair_all(&t, w.f, w.fp, w.b1, w.b2) && (!found || t.level > level))
+		{
+			found = true;
+			level = t.level;
+			bucket = lower;
+		}
+	}
+	if (!found)
+		return COPY_NOT_COUNTED;
+	return counter_add(view, level, bucket, w.fp, 1) ? COPY_COUNTED : COPY_NEEDS_ROOM;
 }
 
 amq_status
@@ -876,7 +1268,21 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 		}
 	}
 
+	/* a value stored many times: count the copy */
+	switch (count_copy(view, hash))
+	{
+		case COPY_COUNTED:
+			bind_family(view, family);
+			return AMQ_OK;
+		case COPY_NEEDS_ROOM:
+			view->grow_counters = true;
+			return AMQ_FULL;
+		case COPY_NOT_COUNTED:
+			break;
+	}
+
 	/* evict in the last table, unless its victim slot is taken: full */
+	view->grow_counters = false;
 	if (last.victim_fp != 0)
 		return AMQ_FULL;
 	rng = hash;
@@ -957,22 +1363,42 @@ void
 amq_cuckoo_append_table(amq_cuckoo_view *view, uint64_t buckets)
 {
 	size_t		bytes = amq_cuckoo_table_bytes(buckets, view->fp_bits);
-	uint8_t    *p = view->base + view->bytes;
+	uint8_t    *p = open_table_gap(view, bytes);
 
 	memset(p, 0, bytes);
 	write_table_header(p, buckets);
-	view->last_offset = view->bytes;
-	view->bytes += bytes;
+	view->last_offset = (size_t) (p - view->base);
 	view->tables++;
 	view->slots += TABLE_SLOTS(buckets);
 	put_u32(view->base + OFF_TABLES, view->tables);
 }
 
+size_t
+amq_cuckoo_growth_bytes(const amq_cuckoo_view *view)
+{
+	size_t		table;
+
+	if (view->grow_counters)
+		return counters_growth_bytes(view);
+	table = amq_cuckoo_table_bytes(amq_cuckoo_growth_buckets(view), view->fp_bits);
+	return view->bytes > SIZE_MAX - table ? SIZE_MAX : view->bytes + table;
+}
+
+void
+amq_cuckoo_grow(amq_cuckoo_view *view)
+{
+	if (view->grow_counters)
+		counters_grow(view);
+	else
+		amq_cuckoo_append_table(view, amq_cuckoo_growth_buckets(view));
+	view->grow_counters = false;
+}
+
 /*
  * Growth as every caller needs it: add until the filter is full, ask the
- * caller for room, append the table growth asks for, go on.  Each growth
- * leaves the next add an empty table, so every round adds at least one hash
- * and the loop ends.
+ * caller for room, grow as asked, go on.  Each growth leaves the next add an
+ * empty table or a counter section with room, so every round adds at least
+ * one hash and the loop ends.
  */
 amq_status
 amq_cuckoo_add_growing(amq_cuckoo_view *view, const uint64_t *hashes,
@@ -985,23 +1411,24 @@ amq_cuckoo_add_growing(amq_cuckoo_view *view, const uint64_t *hashes,
 		size_t		added;
 		amq_status	status = amq_cuckoo_add_many(view, hashes + *done,
 												 count - *done, family, &added);
-		uint64_t	buckets;
-		size_t		table;
+		size_t		need;
 		uint8_t    *base;
+		bool		counters;
 
 		*done += added;
 		if (status != AMQ_FULL)
 			return status;
-		buckets = amq_cuckoo_growth_buckets(view);
-		table = amq_cuckoo_table_bytes(buckets, view->fp_bits);
-		if (view->bytes > AMQ_CUCKOO_MAX_BYTES ||
-			table > AMQ_CUCKOO_MAX_BYTES - view->bytes)
+		counters = view->grow_counters;
+		need = amq_cuckoo_growth_bytes(view);
+		if (need > AMQ_CUCKOO_MAX_BYTES)
 			return AMQ_ERR_TOO_LARGE;
-		base = reserve(ctx, view->bytes + table);
+		base = reserve(ctx, need);
 		if (base == NULL)
 			return AMQ_ERR_TOO_LARGE;
+		/* reserve may have opened the filter again, which forgets the wish */
 		view->base = base;
-		amq_cuckoo_append_table(view, buckets);
+		view->grow_counters = counters;
+		amq_cuckoo_grow(view);
 	}
 }
 
@@ -1043,6 +1470,8 @@ amq_cuckoo_delete(amq_cuckoo_view *view, uint64_t hash)
 	bool		found = false;
 	bool		best_is_victim = false;
 	uint64_t	best_pos = 0;
+	uint32_t	counter = UINT32_MAX;
+	unsigned	counter_level = 0;
 
 	walk_begin(&w, view, hash);
 	while (walk_next(&w, &t))
@@ -1050,6 +1479,19 @@ amq_cuckoo_delete(amq_cuckoo_view *view, uint64_t hash)
 		uint64_t	b = w.b1;
 		int			s;
 
+		/* a counter is a slot of its level: at equal levels it goes first */
+		if (view->counters && (counter == UINT32_MAX || t.level > counter_level))
+		{
+			uint32_t	hole;
+			uint32_t	i = counter_find(view, w.b1 < w.b2 ? w.b1 : w.b2,
+										 w.fp, t.level, &hole);
+
+			if (i != UINT32_MAX)
+			{
+				counter = i;
+				counter_level = t.level;
+			}
+		}
 		if (found && t.level < best.level)
 			continue;
 		if ((s = bucket_find(t.words, b, f, w.fp)) < 0 &&
@@ -1069,6 +1511,11 @@ amq_cuckoo_delete(amq_cuckoo_view *view, uint64_t hash)
 			found = true;
 		}
 	}
+	if (counter != UINT32_MAX && (!found || counter_level >= best.level))
+	{
+		counter_remove_one(view, counter);
+		return true;
+	}
 	if (!found)
 		return false;
 	if (best_is_victim)
@@ -1080,13 +1527,6 @@ amq_cuckoo_delete(amq_cuckoo_view *view, uint64_t hash)
 	}
 	count_item(view, &best, -1);
 	return true;
-}
-
-/* Copies of fp among the four fingerprints of a bucket. */
-static inline unsigned
-copies_of(const uint32_t s[4], uint32_t fp)
-{
-	return (unsigned) (s[0] == fp) + (s[1] == fp) + (s[2] == fp) + (s[3] == fp);
 }
 
 /* The fingerprints of bucket b of the table whose words start at words_off. */
@@ -1121,6 +1561,7 @@ lookup(const amq_cuckoo_view *view, uint64_t hash, bool count,
 	size_t		off = AMQ_CUCKOO_HEADER_SIZE;
 	uint64_t	n = 0;
 	uint32_t	left;
+	uint32_t	levels_seen = 0;
 
 	if (view->tables == 0)
 		return 0;
@@ -1147,6 +1588,14 @@ lookup(const amq_cuckoo_view *view, uint64_t hash, bool count,
 		}
 		if (victim_in_pair(&t, fp, b1, b2))
 			n++;
+		/* a level's counter once, however many tables share the level */
+		if (view->counters_used && (count || n == 0) &&
+			!(levels_seen & (UINT32_C(1) << t.level)))
+		{
+			levels_seen |= UINT32_C(1) << t.level;
+			n = add_saturating(n, counted_via(view, read, ctx, t.level,
+											  b1 < b2 ? b1 : b2, fp));
+		}
 		if (n != 0 && !count)
 			return n;
 		off += t.bytes;
@@ -1257,6 +1706,7 @@ amq_cuckoo_merge_begin(amq_cuckoo_merge *m, const amq_cuckoo_view *dst,
 	m->folding = false;
 	m->kicking = false;
 	m->spill_offset = 0;
+	m->src_counter = 0;
 	return AMQ_OK;
 }
 
@@ -1276,20 +1726,51 @@ window_push(amq_cuckoo_merge *m, unsigned level, size_t offset)
 	m->window_len[level] = n + 1;
 }
 
-/* Room for bytes more after dst's tables, from the caller. */
+/* A buffer of need bytes for dst (SIZE_MAX: past the limit), from the caller. */
 static amq_status
-merge_reserve(amq_cuckoo_merge *m, amq_cuckoo_view *dst, size_t bytes)
+merge_reserve_total(amq_cuckoo_merge *m, amq_cuckoo_view *dst, size_t need)
 {
 	uint8_t    *base;
 
-	m->need = dst->bytes + bytes;	/* both within the limit: no overflow */
-	if (dst->bytes > AMQ_CUCKOO_MAX_BYTES ||
-		bytes > AMQ_CUCKOO_MAX_BYTES - dst->bytes)
+	m->need = need;
+	if (need > AMQ_CUCKOO_MAX_BYTES)
 		return AMQ_ERR_TOO_LARGE;
-	base = m->reserve(m->reserve_ctx, m->need);
+	base = m->reserve(m->reserve_ctx, need);
 	if (base == NULL)
 		return AMQ_ERR_TOO_LARGE;
 	dst->base = base;
+	return AMQ_OK;
+}
+
+/* Room for bytes more in dst, from the caller. */
+static amq_status
+merge_reserve(amq_cuckoo_merge *m, amq_cuckoo_view *dst, size_t bytes)
+{
+	if (dst->bytes > AMQ_CUCKOO_MAX_BYTES || bytes > AMQ_CUCKOO_MAX_BYTES - dst->bytes)
+	{
+		m->need = SIZE_MAX;
+		return AMQ_ERR_TOO_LARGE;
+	}
+	return merge_reserve_total(m, dst, dst->bytes + bytes);
+}
+
+/*
+ * Counts amount copies of fp for the pair with lower bucket at level in
+ * dst, growing its counter section first if it must.
+ */
+static amq_status
+merge_count(amq_cuckoo_merge *m, amq_cuckoo_view *dst, unsigned level,
+			uint64_t bucket, uint32_t fp, uint64_t amount)
+{
+	while (!counter_add(dst, level, bucket, fp, amount))
+	{
+		amq_status	status = merge_reserve_total(m, dst, counters_growth_bytes(dst));
+
+		if (status != AMQ_OK)
+			return status;
+		counters_grow(dst);
+		m->work += dst->counters;
+	}
 	return AMQ_OK;
 }
 
@@ -1343,6 +1824,28 @@ fold(amq_cuckoo_merge *m, amq_cuckoo_view *dst, const amq_cuckoo_table *st,
 			return AMQ_OK;
 		}
 	}
+	/*
+	 * Many copies of one value: a counter for its pair, or a pair of nothing
+	 * but this fingerprint, takes it, as when adding.
+	 */
+	{
+		uint64_t	alt = alt_in(&t, b, fp);
+		uint64_t	lower = b < alt ? b : alt;
+		uint32_t	hole;
+		bool		count = counter_find(dst, lower, fp, level, &hole) != UINT32_MAX;
+
+		for (i = 0; i < n && !count; i++)
+		{
+			amq_cuckoo_table w;
+
+			table_decode(dst->base + m->window[level][i], f, dst->base_buckets, &w);
+			count = pair_all(&w, f, fp, b, alt);
+		}
+		m->work += n;
+		if (count)
+			return merge_count(m, dst, level, lower, fp, 1);
+	}
+
 	/* t is the newest table of the level now */
 	if (m->kicking)
 	{
@@ -1365,8 +1868,8 @@ fold(amq_cuckoo_merge *m, amq_cuckoo_view *dst, const amq_cuckoo_table *st,
 
 		if (status != AMQ_OK)
 			return status;
-		m->spill_offset = dst->bytes;
 		amq_cuckoo_append_table(dst, st->buckets);
+		m->spill_offset = dst->last_offset;
 		m->work += st->buckets;
 	}
 	table_decode(dst->base + m->spill_offset, f, dst->base_buckets, &spill);
@@ -1385,13 +1888,14 @@ copy_table(amq_cuckoo_merge *m, amq_cuckoo_view *dst,
 		   const amq_cuckoo_table *st)
 {
 	amq_status	status = merge_reserve(m, dst, st->bytes);
+	uint8_t    *p;
 
 	if (status != AMQ_OK)
 		return status;
-	memcpy(dst->base + dst->bytes, st->header, st->bytes);
-	window_push(m, st->level, dst->bytes);
-	dst->last_offset = dst->bytes;
-	dst->bytes += st->bytes;
+	p = open_table_gap(dst, st->bytes);
+	memcpy(p, st->header, st->bytes);
+	dst->last_offset = (size_t) (p - dst->base);
+	window_push(m, st->level, dst->last_offset);
 	dst->tables++;
 	dst->slots += TABLE_SLOTS(st->buckets);
 	dst->items = add_saturating(dst->items, st->items);
@@ -1490,6 +1994,22 @@ amq_cuckoo_merge_step(amq_cuckoo_merge *m, amq_cuckoo_view *dst,
 		m->folding = false;
 		m->src_table++;
 		m->src_offset += st.bytes;
+	}
+
+	/* the source's counters add to the destination's */
+	while (m->src_counter < src->counters)
+	{
+		const uint8_t *e = counter_at(src, m->src_counter);
+		uint64_t	count = get_u64(e + C_COUNT);
+
+		if (m->work >= stop)
+			return AMQ_OK;
+		if (count != 0 &&
+			(status = merge_count(m, dst, e[C_LEVEL], get_u64(e + C_BUCKET),
+								  get_u32(e + C_FP), count)) != AMQ_OK)
+			return status;
+		m->src_counter++;
+		m->work++;
 	}
 	*done = true;
 	return AMQ_OK;

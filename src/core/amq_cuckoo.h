@@ -38,9 +38,18 @@
 #include "amq_status.h"
 
 #define AMQ_CUCKOO_MAGIC			"AMQC"
-#define AMQ_CUCKOO_VERSION			1
+#define AMQ_CUCKOO_VERSION			1	/* written while there are no counters */
+#define AMQ_CUCKOO_VERSION_COUNTERS	2	/* written once a counter section exists */
 #define AMQ_CUCKOO_HEADER_SIZE		64
 #define AMQ_CUCKOO_TABLE_HEADER_SIZE 32
+#define AMQ_CUCKOO_COUNTER_SIZE		24	/* one entry of the counter section */
+
+/*
+ * Entries of the counter section: a power of two between these bounds (the
+ * largest, 384 MiB of entries, stays within AMQ_CUCKOO_MAX_BYTES).
+ */
+#define AMQ_CUCKOO_MIN_COUNTERS		16
+#define AMQ_CUCKOO_MAX_COUNTERS		(UINT32_C(1) << 24)
 
 #define AMQ_CUCKOO_BUCKET_SIZE		4	/* fingerprints per bucket */
 #define AMQ_CUCKOO_MIN_FP_BITS		4
@@ -86,10 +95,15 @@ typedef struct amq_cuckoo_view
 	uint64_t	seed;
 	uint64_t	capacity;		/* n the filter was sized for */
 	double		target_fpr;		/* p the filter was sized for */
-	uint64_t	items;			/* sum of the tables' item counts */
+	uint64_t	items;			/* the tables' item counts plus counted copies */
 	uint64_t	slots;			/* 4 * total buckets + one victim per table */
 	uint64_t	base_buckets;	/* of the first table; 0 if there is none */
 	size_t		last_offset;	/* of the last table from base; 0 if none */
+	size_t		tables_end;		/* offset where the tables end */
+	uint32_t	counters;		/* entries of the counter section, 0 if none */
+	uint32_t	counters_used;	/* entries holding a count */
+	uint64_t	counted;		/* copies the counters hold, saturating */
+	bool		grow_counters;	/* the last AMQ_FULL wants more counters */
 } amq_cuckoo_view;
 
 /* One decoded table. */
@@ -160,6 +174,7 @@ typedef struct amq_cuckoo_merge
 	bool		folding;		/* the source table is being folded */
 	bool		kicking;		/* evictions are still tried for it */
 	size_t		spill_offset;	/* of its spill table in dst; 0 if none yet */
+	uint32_t	src_counter;	/* next source counter entry to add */
 	uint64_t	path_pos[AMQ_CUCKOO_MAX_KICKS + 2]; /* slot positions written */
 	uint32_t	path_fp[AMQ_CUCKOO_MAX_KICKS + 2];	/* what they held */
 } amq_cuckoo_merge;
@@ -242,12 +257,14 @@ extern void amq_cuckoo_table_at(const amq_cuckoo_view *view, uint32_t t,
 
 /*
  * Adds a value.  Tries a free slot in the value's two buckets of the last
- * table, then of the others in order, then evicts (at most
- * AMQ_CUCKOO_MAX_KICKS times) in the last table if its victim slot is free,
- * parking the last evicted fingerprint there if the walk does not end.
- * Returns AMQ_OK, or AMQ_FULL with the filter unchanged when every table is
- * full: the caller then appends a table (amq_cuckoo_growth_buckets,
- * amq_cuckoo_append_table) and adds again, as amq_cuckoo_add_growing does.
+ * table, then of the others in order; then, when the value's pair in some
+ * table holds nothing but copies of its fingerprint, counts one more copy
+ * there in the counter section; then evicts (at most AMQ_CUCKOO_MAX_KICKS
+ * times) in the last table if its victim slot is free, parking the last
+ * evicted fingerprint there if the walk does not end.  Returns AMQ_OK, or
+ * AMQ_FULL with the filter unchanged when it needs a new table or a larger
+ * counter section: the caller then grows it (amq_cuckoo_growth_bytes,
+ * amq_cuckoo_grow) and adds again, as amq_cuckoo_add_growing does.
  * Binds the family if unbound (family must be nonzero).  The view must not
  * be the sizeless empty filter.
  */
@@ -265,18 +282,30 @@ extern amq_status amq_cuckoo_add_many(amq_cuckoo_view *view,
 
 /*
  * Buckets of the table to append when the filter is full: twice the last
- * table's if that table is at least half full, else the same (a full bucket
- * pair at low load means many copies of one value, not too little room).
- * Either way base * 2^level.
+ * table's if that table is at least half full, else the same.  Either way
+ * base * 2^level.
  */
 extern uint64_t amq_cuckoo_growth_buckets(const amq_cuckoo_view *view);
 
 /*
- * Appends an empty table of the given buckets.  The buffer behind view->base
+ * Appends an empty table of the given buckets after the last one (moving
+ * the counter section, if any, behind it).  The buffer behind view->base
  * must have room for view->bytes + amq_cuckoo_table_bytes(buckets, f); the
  * caller checks that the result stays within AMQ_CUCKOO_MAX_BYTES.
  */
 extern void amq_cuckoo_append_table(amq_cuckoo_view *view, uint64_t buckets);
+
+/*
+ * What to do after amq_cuckoo_add said AMQ_FULL: the buffer size the growth
+ * needs (more than AMQ_CUCKOO_MAX_BYTES when it cannot be), and the growth
+ * itself, in a buffer of at least that size.  The growth is the table
+ * amq_cuckoo_growth_buckets asks for, or, when the value that did not fit is
+ * one whose bucket pair is all copies of it, a counter section twice as
+ * large (which needs room for the old one and the new one while it is
+ * rebuilt).
+ */
+extern size_t amq_cuckoo_growth_bytes(const amq_cuckoo_view *view);
+extern void amq_cuckoo_grow(amq_cuckoo_view *view);
 
 /*
  * Adds hashes[0 .. count) like amq_cuckoo_add_many, appending the table

@@ -104,7 +104,7 @@ check_tables_and_stats(const amq_cuckoo_view *v, uint64_t *rng)
 		if (t + 1 == v->tables)
 			FUZZ_CHECK(v->last_offset == off);
 		off += tab.bytes;
-		FUZZ_CHECK(off <= v->bytes);
+		FUZZ_CHECK(off <= v->tables_end);
 		slots += 4 * tab.buckets + 1;
 		items = items > UINT64_MAX - tab.items ? UINT64_MAX : items + tab.items;
 
@@ -116,9 +116,12 @@ check_tables_and_stats(const amq_cuckoo_view *v, uint64_t *rng)
 		amq_cuckoo_stats_table_done(v, &tab, &two);
 	}
 	FUZZ_CHECK(t == v->tables);
-	FUZZ_CHECK(off == v->bytes);
+	FUZZ_CHECK(off == v->tables_end);
+	FUZZ_CHECK(v->bytes == v->tables_end +
+			   (size_t) v->counters * AMQ_CUCKOO_COUNTER_SIZE);
+	FUZZ_CHECK(v->counters_used <= v->counters / 2);
 	FUZZ_CHECK(slots == v->slots);
-	FUZZ_CHECK(items == v->items);
+	FUZZ_CHECK(items == v->items - v->counted || v->items == UINT64_MAX);
 	amq_cuckoo_stats_end(v, &one, &st1);
 	amq_cuckoo_stats_end(v, &two, &st2);
 	FUZZ_CHECK(st1.occupied == st2.occupied);
@@ -147,8 +150,10 @@ reserve_in_room(void *ctx, size_t need)
 	uint64_t	buckets = amq_cuckoo_growth_buckets(r->view);
 
 	FUZZ_CHECK(buckets >= 1 && buckets % r->view->base_buckets == 0);
-	FUZZ_CHECK(need == r->view->bytes +
-			   amq_cuckoo_table_bytes(buckets, r->view->fp_bits));
+	FUZZ_CHECK(need == amq_cuckoo_growth_bytes(r->view));
+	if (!r->view->grow_counters)
+		FUZZ_CHECK(need == r->view->bytes +
+				   amq_cuckoo_table_bytes(buckets, r->view->fp_bits));
 	check_reopen(r->view, "amq_cuckoo_add_many before growth");
 	return need <= r->room ? r->view->base : NULL;
 }
@@ -247,8 +252,9 @@ check_mutations(const uint8_t *orig, size_t size, const amq_cuckoo_view *v,
 }
 
 /*
- * The self merge's reserve function: the buffer of twice the size, which the
- * union of a value with itself never outgrows.  The filter asking is valid.
+ * The self merge's reserve function: the buffer of twice the size plus room
+ * for counters, which the union of a value with itself never outgrows.  The
+ * filter asking is valid.
  */
 static uint8_t *
 reserve_double(void *ctx, size_t need)
@@ -264,7 +270,13 @@ static void
 check_self_merge(const uint8_t *orig, size_t size, const amq_cuckoo_view *src,
 				 uint64_t *rng)
 {
-	size_t		room = 2 * size;
+	/*
+	 * a union of a value with itself: twice its bytes, and a counter section
+	 * of at most one entry per slot and counter of both, doubled, plus the
+	 * old one while it is rebuilt
+	 */
+	size_t		room = 2 * size + 3 * AMQ_CUCKOO_COUNTER_SIZE *
+		(4 * (size_t) src->slots + 4 * (size_t) src->counters + 2 * AMQ_CUCKOO_MIN_COUNTERS);
 	uint8_t    *buf = fuzz_memdup(orig, size, room);
 	amq_cuckoo_merge *m = fuzz_malloc(sizeof(amq_cuckoo_merge));
 	amq_cuckoo_view dst;
