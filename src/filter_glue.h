@@ -85,6 +85,7 @@ typedef struct AmqHasher
 } AmqHasher;
 
 extern AmqHasher *amq_hasher_get(FunctionCallInfo fcinfo, int argno);
+extern void amq_check_hashable(Oid type, Oid collation);
 extern uint64 amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed,
 							 uint32 family);
 extern void amq_check_family(const AmqHasher *hasher, uint32 family,

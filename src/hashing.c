@@ -368,6 +368,35 @@ hasher_init(AmqHasher *hasher, Oid type, Oid collation, MemoryContext mcxt)
 	hasher_identify(hasher);
 }
 
+/* Errors if a restore would change the hashes of the hasher's values. */
+static void
+check_stable(const AmqHasher *hasher)
+{
+	if (hasher->unstable != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("values of type %s cannot be members of a filter",
+						format_type_be(hasher->type)),
+				 errdetail("Their hash would change after a dump and restore: %s, which a restore renumbers.",
+						   hasher->unstable),
+				 errhint("Build the filter from a stable form of the value, such as its text (value::text).")));
+}
+
+/*
+ * Errors unless values of a type, under a collation, can be members of a
+ * filter: the checks the first hashed value would make, made before any
+ * work that would be wasted if they fail.
+ */
+void
+amq_check_hashable(Oid type, Oid collation)
+{
+	AmqHasher	hasher;
+
+	memset(&hasher, 0, sizeof(hasher));
+	hasher_init(&hasher, type, collation, CurrentMemoryContext);
+	check_stable(&hasher);
+}
+
 /*
  * The hasher for argument argno of the current call, looked up on first use
  * and kept in fn_extra for the rest of the query.
@@ -424,14 +453,7 @@ amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed, uint32 family)
 
 	if (!legacy)
 	{
-		if (hasher->unstable != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("values of type %s cannot be members of a filter",
-							format_type_be(hasher->type)),
-					 errdetail("Their hash would change after a dump and restore: %s, which a restore renumbers.",
-							   hasher->unstable),
-					 errhint("Build the filter from a stable form of the value, such as its text (value::text).")));
+		check_stable(hasher);
 		if (hasher->enum_by_label)
 			return hash_enum_label(DatumGetObjectId(value), seed);
 	}
