@@ -8,7 +8,7 @@
  * (`make fuzz-seeds` does exactly that.)  The seeds are small
  * valid values built with the core itself, every file under 4 KB:
  *	fuzz_bloom_open/   the sizeless empty filter, empty and filled classic
- *	                   and blocked filters
+ *	                   and blocked filters, filled counting and dleft ones
  *	fuzz_cuckoo_open/  the sizeless empty filter, the FORMAT.md worked
  *	                   example, empty and filled filters, a filter grown to
  *	                   three tables, one grown by copies of a single value,
@@ -16,6 +16,7 @@
  *	fuzz_base64/       a few canonical strings and the text forms of some of
  *	                   the values above
  *	fuzz_cuckoo_diff/, fuzz_bloom_diff/  operation sequences
+ *	fuzz_bloom_counting_diff/, fuzz_bloom_dleft_diff/  the same, with deletes
  * Everything is deterministic, so regenerating gives the same files.
  */
 #include <stdint.h>
@@ -163,6 +164,10 @@ main(int argc, char **argv)
 	bloom_seed("blocked_n10_p0.1_empty", AMQ_BLOOM_LAYOUT_BLOCKED, 10, 0.1, 0);
 	bloom_seed("blocked_n50_p0.01_20keys", AMQ_BLOOM_LAYOUT_BLOCKED, 50, 0.01, 20);
 	bloom_seed("blocked_n1_p0.5_3keys", AMQ_BLOOM_LAYOUT_BLOCKED, 1, 0.5, 3);
+	bloom_seed("counting_n10_p0.1_5keys", AMQ_BLOOM_LAYOUT_COUNTING, 10, 0.1, 5);
+	bloom_seed("counting_n1_p0.5_40keys", AMQ_BLOOM_LAYOUT_COUNTING, 1, 0.5, 40);
+	bloom_seed("dleft_n10_p0.1_5keys", AMQ_BLOOM_LAYOUT_DLEFT, 10, 0.1, 5);
+	bloom_seed("dleft_n30_p0.01_30keys", AMQ_BLOOM_LAYOUT_DLEFT, 30, 0.01, 30);
 
 	/* cuckoo */
 	amq_cuckoo_init_empty(buf);
@@ -232,6 +237,35 @@ main(int argc, char **argv)
 			b[3 + 8 * 35] |= 3;
 			snprintf(name, sizeof(name), "ops_%zu", i);
 			write_file("fuzz_bloom_diff", name, b, sizeof(b));
+		}
+
+		/* add/delete/merge streams over the 32 keys of the counting layouts */
+		for (i = 0; i < 4; i++)
+		{
+			static const char *const harness[] = {"fuzz_bloom_counting_diff",
+			"fuzz_bloom_dleft_diff"};
+			uint8_t		b[3 + 300];
+			char		name[32];
+			size_t		j,
+						h;
+
+			for (h = 0; h < 2; h++)
+			{
+				b[0] = 0;
+				b[1] = (uint8_t) (i * 60 + 1);	/* n = 1, 61, 121, 181 */
+				b[2] = (uint8_t) i;
+				for (j = 3; j < sizeof(b); j++)
+				{
+					/* mostly adds, a delete in four, a merge now and then */
+					uint64_t	r = splitmix(&s);
+					unsigned	op = (r % 16 < 8) ? 0 : (r % 16 < 11) ? 2 :
+						(r % 16 < 13) ? 3 : (r % 16 < 14) ? 4 : (r % 16 < 15) ? 5 : 6;
+
+					b[j] = (uint8_t) (((r >> 8) & 31) << 3 | op);
+				}
+				snprintf(name, sizeof(name), "ops_%zu", i);
+				write_file(harness[h], name, b, sizeof(b));
+			}
 		}
 	}
 	return 0;

@@ -1,0 +1,11 @@
+/*
+ * fuzz_bloom_counting_diff.c
+ *		libFuzzer harness: the counting layout of bloom against the exact
+ *		multiset of keys it holds, under random add, delete, union and
+ *		intersection sequences (see bloom_multiset_diff.h).
+ */
+#include "amq_bloom.h"
+
+#define DIFF_LAYOUT AMQ_BLOOM_LAYOUT_COUNTING
+
+#include "bloom_multiset_diff.h"
