@@ -343,3 +343,22 @@ END
 $lookup$;
 COMMENT ON FUNCTION bloom_partition_lookup(anyelement, name, anycompatible) IS
 	'the rows of the table whose row type parent has (NULL::orders) whose column_name equals value, scanning only the candidate partitions';
+
+-- Planner support of the merges: those of values that do not change from
+-- row to row are computed once (see the README).
+CREATE FUNCTION bloom_merge_support(internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_merge_support(internal) IS
+	'planner support of the bloom merges: a merge of values that do not change from row to row is computed once';
+
+ALTER FUNCTION bloom_union(bloom, bloom) SUPPORT bloom_merge_support;
+ALTER FUNCTION bloom_intersect(bloom, bloom) SUPPORT bloom_merge_support;
+
+-- Planner support of the merges: those of values that do not change from
+-- row to row are computed once (see the README).
+CREATE FUNCTION cuckoo_merge_support(internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_merge_support(internal) IS
+	'planner support of the cuckoo merges: a merge of values that do not change from row to row is computed once';
+
+ALTER FUNCTION cuckoo_union(cuckoo, cuckoo) SUPPORT cuckoo_merge_support;

@@ -115,13 +115,22 @@ COMMENT ON OPERATOR <@ (anyelement, bloom) IS 'value may be contained in the fil
 --
 -- Merging
 --
+-- Planner support of the merges: those of values that do not change from
+-- row to row are computed once (see the README).
+CREATE FUNCTION bloom_merge_support(internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_merge_support(internal) IS
+	'planner support of the bloom merges: a merge of values that do not change from row to row is computed once';
+
 CREATE FUNCTION bloom_union(bloom, bloom) RETURNS bloom
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT bloom_merge_support;
 COMMENT ON FUNCTION bloom_union(bloom, bloom) IS
 	'a filter of the values of either filter; both must have the same geometry';
 
 CREATE FUNCTION bloom_intersect(bloom, bloom) RETURNS bloom
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT bloom_merge_support;
 COMMENT ON FUNCTION bloom_intersect(bloom, bloom) IS
 	'a filter that may contain the values of both filters; both must have the same geometry';
 
@@ -345,8 +354,16 @@ CREATE OPERATOR <@ (
 );
 COMMENT ON OPERATOR <@ (anyelement, cuckoo) IS 'value may be contained in the filter';
 
+-- Planner support of the merges: those of values that do not change from
+-- row to row are computed once (see the README).
+CREATE FUNCTION cuckoo_merge_support(internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_merge_support(internal) IS
+	'planner support of the cuckoo merges: a merge of values that do not change from row to row is computed once';
+
 CREATE FUNCTION cuckoo_union(cuckoo, cuckoo) RETURNS cuckoo
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT cuckoo_merge_support;
 COMMENT ON FUNCTION cuckoo_union(cuckoo, cuckoo) IS
 	'a filter holding the values of both filters (copies add up); both must have the same geometry';
 

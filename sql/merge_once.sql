@@ -14,7 +14,8 @@ ANALYZE nums, a, c;
 
 SET statement_timeout = '5s';
 
--- the subquery is pulled up: the merge sits in the scan's filter, on two InitPlans
+-- the subquery is pulled up, and the merge of two InitPlans would sit in the
+-- scan's filter: the merges' planner support makes it an InitPlan of its own
 EXPLAIN (COSTS OFF)
 SELECT count(*) FROM nums,
        (SELECT cuckoo_union((SELECT cuckoo_agg(v, 30000, 0.01) FROM a),
@@ -57,7 +58,8 @@ SELECT count(*) AS missed FROM nums,
                (SELECT bloom_agg(v, 30000, 0.01) FROM c) f) u
  WHERE b BETWEEN 20001 AND 30000 AND NOT (f @> b);
 
--- stored filters, read from TOAST: the same TOAST pointers on every row
+-- stored filters, read from TOAST: columns, so the merge stays in the row's
+-- expression, and its call site finds the same TOAST pointers on every row
 CREATE TABLE stored (a bloom, c bloom, ca cuckoo, cc cuckoo);
 INSERT INTO stored
 SELECT (SELECT bloom_agg(v, 30000, 0.01) FROM a), (SELECT bloom_agg(v, 30000, 0.01) FROM c),

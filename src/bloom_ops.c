@@ -31,6 +31,7 @@ PG_FUNCTION_INFO_V1(bloom_info);
 PG_FUNCTION_INFO_V1(bloom_params);
 PG_FUNCTION_INFO_V1(bloom_contains_sel);
 PG_FUNCTION_INFO_V1(bloom_contains_support);
+PG_FUNCTION_INFO_V1(bloom_merge_support);
 
 /* Sizes a filter from SQL arguments (n, p [, layout]), erroring before any allocation. */
 static void
@@ -355,4 +356,11 @@ Datum
 bloom_contains_support(PG_FUNCTION_ARGS)
 {
 	return amq_probe_support(fcinfo, &amq_bloom_format, summarize);
+}
+
+/* bloom_merge_support(internal): planner support of the merges */
+Datum
+bloom_merge_support(PG_FUNCTION_ARGS)
+{
+	return amq_merge_support(fcinfo);
 }

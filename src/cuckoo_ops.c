@@ -28,6 +28,7 @@ PG_FUNCTION_INFO_V1(cuckoo_info);
 PG_FUNCTION_INFO_V1(cuckoo_params);
 PG_FUNCTION_INFO_V1(cuckoo_contains_sel);
 PG_FUNCTION_INFO_V1(cuckoo_contains_support);
+PG_FUNCTION_INFO_V1(cuckoo_merge_support);
 
 /* Buckets counted between interrupt checks in cuckoo_info. */
 #define STATS_SLICE_BUCKETS	(1024 * 1024)
@@ -340,4 +341,11 @@ Datum
 cuckoo_contains_support(PG_FUNCTION_ARGS)
 {
 	return amq_probe_support(fcinfo, &amq_cuckoo_format, summarize);
+}
+
+/* cuckoo_merge_support(internal): planner support of the merges */
+Datum
+cuckoo_merge_support(PG_FUNCTION_ARGS)
+{
+	return amq_merge_support(fcinfo);
 }

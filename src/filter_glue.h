@@ -104,6 +104,7 @@ extern Datum amq_probe_restrict(FunctionCallInfo fcinfo, const AmqFormat *format
 								AmqFilterSummary summarize);
 extern Datum amq_probe_support(FunctionCallInfo fcinfo, const AmqFormat *format,
 							   AmqFilterSummary summarize);
+extern Datum amq_merge_support(FunctionCallInfo fcinfo);
 
 /* filter_io.c: text and binary I/O, written once against an AmqFormat */
 extern Datum amq_filter_in(FunctionCallInfo fcinfo, const AmqFormat *format);

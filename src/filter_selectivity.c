@@ -1,7 +1,9 @@
 /*
  * filter_selectivity.c
- *		Planner estimates for "filter @> value", "value <@ filter" and the
- *		functions behind them, written once for every filter type.
+ *		Planner support, written once for every filter type: estimates for
+ *		"filter @> value", "value <@ filter" and the functions behind them,
+ *		and merges of values that do not change from row to row moved into
+ *		InitPlans (at the end of the file).
  *
  * Without an estimator PostgreSQL assumes that half of the rows pass a
  * probe, whatever the filter holds.  When the filter is known at plan time
@@ -32,8 +34,12 @@
 #include "access/htup_details.h"
 #include "catalog/pg_statistic.h"
 #include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "nodes/supportnodes.h"
 #include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteManip.h"
 #include "utils/lsyscache.h"
 #include "utils/selfuncs.h"
 
@@ -163,4 +169,114 @@ amq_probe_support(FunctionCallInfo fcinfo, const AmqFormat *format,
 		PG_RETURN_POINTER(NULL);
 	req->selectivity = sel;
 	PG_RETURN_POINTER(req);
+}
+
+/*
+ * ----------------------------------------------------------------
+ * Merges computed once.  A merge whose arguments do not depend on the row
+ * (scalar subqueries, constants, parameters) still sits in the row's
+ * expression when the planner pulls the subquery it was written in up:
+ *
+ *	FROM t, (SELECT (SELECT bloom_agg(...) FROM a) | (SELECT ...) AS f) u
+ *
+ * and would run once per row of t.  The merges' planner support rewrites
+ * such a call merge(x, y) into the scalar subquery (SELECT merge(x, y)),
+ * which PostgreSQL plans as an InitPlan: computed once, when first needed.
+ * Only while planning a query that has a FROM list (a query without one
+ * evaluates its expressions once anyway, and the subquery made here is
+ * one), and only for arguments that reference nothing of any query level:
+ * no column, aggregate or window function, no volatile function, no
+ * parameter but the query's own ($1).  Anything else is left as it is, and
+ * the call site's cache of its last result (filter_access.c) still avoids
+ * recomputing for repeated inputs.
+ * ----------------------------------------------------------------
+ */
+
+/* True if node holds a node that ties it to a row or a query level. */
+static bool
+row_dependent_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+		return ((Param *) node)->paramkind != PARAM_EXTERN;
+	if (IsA(node, PlaceHolderVar) || IsA(node, SubPlan) ||
+		IsA(node, AlternativeSubPlan) || IsA(node, CurrentOfExpr) ||
+		IsA(node, NextValueExpr))
+		return true;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, row_dependent_walker,
+								 context, 0);
+	return expression_tree_walker(node, row_dependent_walker, context);
+}
+
+static bool
+row_independent(PlannerInfo *root, Node *args)
+{
+	int			level;
+
+	if (row_dependent_walker(args, NULL) || contain_volatile_functions(args) ||
+		contain_windowfuncs(args))
+		return false;
+	/* columns and aggregates of this query and of every query around it */
+	for (level = 0; level < root->query_level; level++)
+		if (contain_vars_of_level(args, level) ||
+			contain_aggs_of_level(args, level))
+			return false;
+	return true;
+}
+
+/*
+ * True if the query has no FROM list: while planning, PostgreSQL puts a
+ * dummy RTE_RESULT relation in an empty one.
+ */
+static bool
+without_from(Query *parse)
+{
+	Node	   *item;
+
+	if (parse->jointree == NULL || parse->jointree->fromlist == NIL)
+		return true;
+	if (list_length(parse->jointree->fromlist) != 1)
+		return false;
+	item = (Node *) linitial(parse->jointree->fromlist);
+	return IsA(item, RangeTblRef) &&
+		rt_fetch(((RangeTblRef *) item)->rtindex, parse->rtable)->rtekind == RTE_RESULT;
+}
+
+Datum
+amq_merge_support(FunctionCallInfo fcinfo)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+	SupportRequestSimplify *req;
+	Query	   *parse;
+	Query	   *sub;
+	SubLink    *sublink;
+
+	if (!IsA(rawreq, SupportRequestSimplify))
+		PG_RETURN_POINTER(NULL);
+	req = (SupportRequestSimplify *) rawreq;
+	if (req->root == NULL || (parse = req->root->parse) == NULL ||
+		without_from(parse) ||
+		!row_independent(req->root, (Node *) req->fcall->args))
+		PG_RETURN_POINTER(NULL);
+
+	sub = makeNode(Query);
+	sub->commandType = CMD_SELECT;
+	sub->querySource = QSRC_ORIGINAL;
+	sub->canSetTag = true;
+	sub->jointree = makeFromExpr(NIL, NULL);
+	sub->targetList = list_make1(makeTargetEntry((Expr *) copyObject(req->fcall),
+												 1, pstrdup("merge"), false));
+	sub->hasSubLinks = checkExprHasSubLink((Node *) req->fcall->args);
+
+	sublink = makeNode(SubLink);
+	sublink->subLinkType = EXPR_SUBLINK;
+	sublink->subLinkId = 0;
+	sublink->testexpr = NULL;
+	sublink->operName = NIL;
+	sublink->subselect = (Node *) sub;
+	sublink->location = -1;
+	parse->hasSubLinks = true;
+	PG_RETURN_POINTER(sublink);
 }
