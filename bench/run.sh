@@ -345,9 +345,12 @@ machine_info() {
 }
 
 write_results() {
-	local sharded=
-	# bench/sharded.sh writes the last section; keep it
-	[ -f "$RESULTS_FILE" ] && sharded=$(sed -n '/^## Sharded tables/,$p' "$RESULTS_FILE")
+	local kept heading
+	# the sections bench/sharded.sh and bench/probe.sh write stay as they were
+	kept=$(for heading in "## Sharded tables (postgres_fdw)" \
+		"## Stored filters: probes through slices"; do
+		results_section "$RESULTS_FILE" "$heading"
+	done)
 	{
 		echo "# amqfilter benchmark results"
 		echo
@@ -420,21 +423,16 @@ write_results() {
 		echo "| n | tables | bytes | bits/key | load factor | estimated FPR | measured FPR | false negatives | build ratio | probe ratio |"
 		echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 		printf '%s\n' "${GROWTH_ROWS[@]}"
-		if [ -n "$sharded" ]; then
+		if [ -n "$kept" ]; then
 			echo
-			printf '%s\n' "$sharded"
+			printf '%s\n' "$kept"
 		fi
 	} >"$RESULTS_FILE"
 }
 
 main() {
 	local start=$SECONDS
-	if [ "${AMQ_BENCH_SKIP_BUILD:-0}" = 1 ]; then
-		log "build: skipped (AMQ_BENCH_SKIP_BUILD=1), using the installed extension"
-	else
-		ensure_packages
-		build_and_install
-	fi
+	bench_build_and_install
 	# a query that regresses by an order of magnitude fails instead of hanging
 	start_cluster "max_parallel_workers_per_gather = 0" "jit = off" \
 		"shared_buffers = '2GB'" "statement_timeout = '120s'"

@@ -178,7 +178,8 @@ bench_build() {
 
 write_results() {
 	local kept=
-	[ -f "$RESULTS_FILE" ] && kept=$(sed "/^$SECTION\$/,\$d" "$RESULTS_FILE")
+	# the other sections stay (bench/probe.sh writes one too); this one goes last
+	kept=$(results_without_section "$RESULTS_FILE" "$SECTION")
 	{
 		if [ -n "$kept" ]; then
 			printf '%s\n\n' "$kept"
@@ -266,7 +267,7 @@ main() {
 	stop_cluster
 
 	echo
-	sed -n "/^$SECTION\$/,\$p" "$RESULTS_FILE"
+	results_section "$RESULTS_FILE" "$SECTION"
 	echo "sharded bench: done in $((SECONDS - start))s; results written to ${RESULTS_FILE#"$AMQ_ROOT"/}"
 }
 

@@ -28,9 +28,9 @@
  * Compressed and in-line values, and layouts the slice readers do not know,
  * take the copy path.
  *
- * The adaptive rule.  A slice costs a TOAST index descent, about as much as
- * reading AMQ_SLICE_COST_CHUNKS chunks of a whole-value read (measured; see
- * below), and a whole-value read costs its number of chunks.  A call site
+ * The adaptive rule.  A slice costs a TOAST index descent; a whole-value read
+ * costs its number of chunks, each worth AMQ_CHUNK_COST_SLICES slices
+ * (measured; see below).  A call site
  * that keeps probing one value (a scan of 10M rows against one stored
  * filter) would pay far more in slices than one copy, so once the slices
  * read from a value would cost as much as reading it whole, the call site
@@ -368,13 +368,17 @@ amq_merge_remember(FunctionCallInfo fcinfo, struct varlena *result)
 }
 
 /*
- * What one slice costs, in chunks of a whole-value read: a slice is a TOAST
- * index descent plus one or two chunks; a whole read walks the index once
- * and copies every chunk.  Measured on PostgreSQL 15 (bench/probe.sh), a
- * slice of a 12 MB value took as long as reading about this many of its
- * chunks whole.
+ * Slices that cost as much as one chunk of a whole-value read.  A slice is a
+ * TOAST index descent, the relation opened and locked, and one or two
+ * chunks copied: a few microseconds.  A whole read walks the index once but
+ * copies every chunk twice (the detoasted value, then the aligned copy the
+ * probes use) into freshly allocated memory, so it pays a page fault or so
+ * per chunk.  bench/probe.sh measures both: on the 2-core development
+ * machine a chunk read whole cost from half a slice (all in memory, idle
+ * machine) to several slices (under load); 2 keeps the rule's slices within
+ * a small share of a long scan either way.
  */
-#define AMQ_SLICE_COST_CHUNKS	4
+#define AMQ_CHUNK_COST_SLICES	2
 
 #if PG_VERSION_NUM >= 140000
 #define EXTERNAL_SIZE(pointer)	VARATT_EXTERNAL_GET_EXTSIZE(pointer)
@@ -439,7 +443,7 @@ slice_begin(AmqFilterCache *cache, const AmqFormat *format,
 
 	/* slices cost as much as the whole read after this many (file header) */
 	chunks = (cache->len + TOAST_MAX_CHUNK_SIZE - 1) / TOAST_MAX_CHUNK_SIZE;
-	cache->slice_budget = chunks / AMQ_SLICE_COST_CHUNKS;
+	cache->slice_budget = chunks * AMQ_CHUNK_COST_SLICES;
 	cache->toastrelid = external->va_toastrelid;
 	cache->valueid = external->va_valueid;
 	cache->sliced = true;

@@ -7,6 +7,10 @@
 #   install_packages MISSING PKG...
 #                        apt-get install PKG as root, else stop naming MISSING
 #   build_and_install    -Werror build of the extension, then `make install`
+#   bench_build_and_install
+#                        the same for a benchmark, unless AMQ_BENCH_SKIP_BUILD=1
+#   results_section FILE HEADING, results_without_section FILE HEADING
+#                        one "## " section of a results file, or the file without it
 #   pgxs_make ARGS...    make in the repository against PostgreSQL 15
 #   start_cluster [--in DIR] [--postgres EXE] [--env NAME=VALUE]... [SETTING...]
 #                        throwaway PostgreSQL 15 cluster on a free port, stopped on exit;
@@ -102,6 +106,31 @@ install_packages() {
 # ---------------------------------------------------------------------------
 # Build
 # ---------------------------------------------------------------------------
+
+# Build and install the working tree, for a benchmark: unless AMQ_BENCH_SKIP_BUILD=1,
+# which measures the extension already installed.
+bench_build_and_install() {
+	if [ "${AMQ_BENCH_SKIP_BUILD:-0}" = 1 ]; then
+		log "build: skipped (AMQ_BENCH_SKIP_BUILD=1), using the installed extension"
+	else
+		ensure_packages
+		build_and_install
+	fi
+}
+
+# results_section FILE HEADING: the section of a results file that begins with
+# the line HEADING, up to the next "## " heading or the end (nothing if there is
+# none).  results_without_section FILE HEADING: the file without it.  Scripts
+# that each write a section of one file keep the others' sections with these.
+results_section() {
+	[ -f "$1" ] || return 0
+	awk -v h="$2" '$0 == h { on = 1; print; next } on && /^## / { on = 0 } on' "$1"
+}
+
+results_without_section() {
+	[ -f "$1" ] || return 0
+	awk -v h="$2" '$0 == h { off = 1; next } off && /^## / { off = 0 } !off' "$1"
+}
 
 pgxs_make() {
 	make --no-print-directory -C "$AMQ_ROOT" PG_CONFIG="$PG_CONFIG" "$@"
