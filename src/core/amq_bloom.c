@@ -837,7 +837,7 @@ amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes, size_t count,
  * block; a classic probe reads one byte per bit it tests.  Inlined into
  * both callers, so in memory the reads are plain loads.
  */
-static inline bool
+static AMQ_ALWAYS_INLINE bool
 may_contain(const amq_bloom_view *view, uint64_t hash, amq_read_fn read,
 			void *ctx)
 {

@@ -26,6 +26,18 @@ typedef const uint8_t *(*amq_read_fn) (void *ctx, size_t offset, size_t len);
 /* The most bytes one read asks for: a cuckoo filter's header. */
 #define AMQ_READ_MAX		64
 
+/*
+ * For the functions written once against a read function: they must be
+ * inlined into their in-memory callers, or every probe would pay an indirect
+ * call per read (GCC does not inline a large function called from several
+ * places on its own).
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define AMQ_ALWAYS_INLINE	inline __attribute__((always_inline))
+#else
+#define AMQ_ALWAYS_INLINE	inline
+#endif
+
 /* In memory: ctx is the value's first byte. */
 static inline const uint8_t *
 amq_read_in_memory(void *ctx, size_t offset, size_t len)
