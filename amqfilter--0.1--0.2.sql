@@ -136,6 +136,11 @@ CREATE FUNCTION amqfilter_partition_written(partition regclass) RETURNS boolean
 COMMENT ON FUNCTION amqfilter_partition_written(regclass) IS
 	'internal: condition of the partition filter trigger, true at the first write to a partition in a transaction';
 
+CREATE FUNCTION amqfilter_partition_pending(partition regclass) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION amqfilter_partition_pending(regclass) IS
+	'internal: true if this transaction wrote the partition since its filter was built, before the mark made at commit';
+
 CREATE FUNCTION amqfilter_partition_forget() RETURNS void
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION amqfilter_partition_forget() IS
@@ -287,6 +292,7 @@ BEGIN
 		                           AND g.tgname = ''amqfilter_partition_filter''
 		                           AND g.tgfoid = ''%1$s.amqfilter_partition_mark()''::pg_catalog.regprocedure
 		                           AND g.tgenabled = ''A'')
+		         OR %1$s.amqfilter_partition_pending(t.relid)
 		         OR %1$s.bloom_contains(f.filter, $3))
 		  ORDER BY t.level, t.relid::pg_catalog.text', sch)
 		USING parent, column_name, value;

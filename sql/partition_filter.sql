@@ -209,6 +209,22 @@ COMMIT;
 SELECT * FROM pf_stale();
 SELECT id FROM bloom_partition_lookup(NULL::pf_orders, 'customer_id', 900009);
 
+-- The writing transaction sees its own rows before the mark, made at its
+-- commit: its lookups scan what it wrote, also after rolling back a later
+-- savepoint
+SELECT * FROM pf_rebuild();
+BEGIN;
+INSERT INTO pf_orders VALUES (1900, 900016, 'own write');
+SELECT id FROM bloom_partition_lookup(NULL::pf_orders, 'customer_id', 900016);
+SAVEPOINT s;
+INSERT INTO pf_orders VALUES (2900, 900017, 'rolled back');
+SELECT id FROM bloom_partition_lookup(NULL::pf_orders, 'customer_id', 900017);
+ROLLBACK TO SAVEPOINT s;
+SELECT id FROM bloom_partition_lookup(NULL::pf_orders, 'customer_id', 900016);
+SELECT * FROM pf_stale();
+COMMIT;
+SELECT * FROM pf_stale();
+
 -- A write, a build and a write in one transaction: the second write marks
 -- the filter the build just made
 BEGIN;

@@ -33,9 +33,12 @@
  *	  queue behind each other's whole transactions nor deadlock on the rows
  *	  of two partitions written in opposite orders.
  *
- * The list is emptied at the end of every transaction, when a subtransaction
- * aborts (its queued events are gone with it), and by each build (a write
- * after a build in the same transaction must queue a new event).
+ * The list is emptied at the end of every transaction and by each build (a
+ * write after a build in the same transaction must queue a new event); an
+ * aborted subtransaction removes what it added, since its queued events are
+ * gone with it.  Until commit the transaction sees its own rows in a
+ * partition whose filter is not yet marked: lookups ask the list
+ * (amqfilter_partition_pending) and scan such partitions too.
  *
  * Races with a build.  bloom_partition_build creates or enables the trigger
  * and then reads the partition under a lock that conflicts with every writer
@@ -78,6 +81,7 @@
 
 PG_FUNCTION_INFO_V1(amqfilter_partition_check);
 PG_FUNCTION_INFO_V1(amqfilter_partition_written);
+PG_FUNCTION_INFO_V1(amqfilter_partition_pending);
 PG_FUNCTION_INFO_V1(amqfilter_partition_forget);
 PG_FUNCTION_INFO_V1(amqfilter_partition_mark);
 
@@ -87,8 +91,17 @@ PG_FUNCTION_INFO_V1(amqfilter_partition_mark);
 /* Serialization failures retried by one mark before giving up. */
 #define MARK_RETRIES 5
 
-/* partitions whose mark is queued in the current transaction */
-static Oid *written = NULL;
+/*
+ * Partitions whose mark is queued in the current transaction, each with the
+ * subtransaction that queued it.
+ */
+typedef struct WrittenPartition
+{
+	Oid			partition;
+	SubTransactionId subid;
+} WrittenPartition;
+
+static WrittenPartition *written = NULL;
 static int	nwritten = 0;
 static int	written_room = 0;
 static bool callbacks_registered = false;
@@ -105,12 +118,36 @@ written_xact_callback(XactEvent event, void *arg)
 	forget_written();
 }
 
+/*
+ * An aborted subtransaction takes its queued events with it: forget what it
+ * and its children (whose ids are larger) queued.
+ */
 static void
 written_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 						 SubTransactionId parentSubid, void *arg)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-		forget_written();
+	int			i,
+				kept = 0;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	for (i = 0; i < nwritten; i++)
+		if (written[i].subid < mySubid)
+			written[kept++] = written[i];
+	nwritten = kept;
+}
+
+/* True if a mark of the partition is queued in the current transaction. */
+static bool
+is_written(Oid rel)
+{
+	int			i;
+
+	/* the row just written is the likeliest: check the newest entry first */
+	for (i = nwritten - 1; i >= 0; i--)
+		if (written[i].partition == rel)
+			return true;
+	return false;
 }
 
 /*
@@ -168,12 +205,9 @@ Datum
 amqfilter_partition_written(PG_FUNCTION_ARGS)
 {
 	Oid			rel = PG_GETARG_OID(0);
-	int			i;
 
-	/* the row just written is the likeliest: check the newest entry first */
-	for (i = nwritten - 1; i >= 0; i--)
-		if (written[i] == rel)
-			PG_RETURN_BOOL(false);
+	if (is_written(rel))
+		PG_RETURN_BOOL(false);
 
 	if (!callbacks_registered)
 	{
@@ -186,12 +220,26 @@ amqfilter_partition_written(PG_FUNCTION_ARGS)
 		int			room = written_room == 0 ? 16 : written_room * 2;
 
 		written = written == NULL
-			? MemoryContextAlloc(TopMemoryContext, room * sizeof(Oid))
-			: repalloc(written, room * sizeof(Oid));
+			? MemoryContextAlloc(TopMemoryContext, room * sizeof(WrittenPartition))
+			: repalloc(written, room * sizeof(WrittenPartition));
 		written_room = room;
 	}
-	written[nwritten++] = rel;
+	written[nwritten].partition = rel;
+	written[nwritten].subid = GetCurrentSubTransactionId();
+	nwritten++;
 	PG_RETURN_BOOL(true);
+}
+
+/*
+ * amqfilter_partition_pending(partition regclass) -> boolean: true if this
+ * transaction wrote the partition since its last build in it.  Its mark is
+ * made only at commit, and until then the transaction itself sees its own
+ * rows there: lookups in it must scan the partition.
+ */
+Datum
+amqfilter_partition_pending(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(is_written(PG_GETARG_OID(0)));
 }
 
 /*
