@@ -19,7 +19,12 @@
 #      stays up without a crash restart (an unlogged canary table keeps its row).
 #      The unpatched originals load through the same files, so the fixtures work;
 #   4. the largest filter amqfilter builds (~800 MB) through pg_dump and restore:
-#      byte-identical (about a minute).
+#      byte-identical (about a minute);
+#   5. partition filters (bloom_partition_build) survive both dumps: the rows of
+#      amqfilter_partition_filter (a configuration table of the extension) come
+#      back byte-identical with their stale flags, the restore itself marks no
+#      filter stale, the candidates for fixed values are the same, and a write
+#      after the restore still marks its partition stale.
 #
 # It prints PASS or FAIL per check and exits non-zero when any check failed.
 #
@@ -271,6 +276,57 @@ report() {
 # Checks
 # ---------------------------------------------------------------------------
 
+# Partition filters of a two-level partitioned table, one of them stale.
+PARTITION_FIXTURES_SQL="
+SET client_min_messages = warning;
+CREATE TABLE pt (id int8, k text) PARTITION BY RANGE (id);
+CREATE TABLE pt_1 PARTITION OF pt FOR VALUES FROM (0) TO (1000);
+CREATE TABLE pt_2 PARTITION OF pt FOR VALUES FROM (1000) TO (3000) PARTITION BY RANGE (id);
+CREATE TABLE pt_2a PARTITION OF pt_2 FOR VALUES FROM (1000) TO (2000);
+CREATE TABLE pt_2b PARTITION OF pt_2 FOR VALUES FROM (2000) TO (3000);
+INSERT INTO pt SELECT g, 'k' || (g % 1500) FROM generate_series(0, 2999) g;
+SELECT count(*) FROM bloom_partition_build('pt', 'k');
+INSERT INTO pt VALUES (2500, 'written after the build');"
+
+# one line per filter row, then the candidates for fixed values
+PARTITION_REPORT_SQL="
+SELECT partition::text, column_name, md5(filter::bytea), rows, distinct_values, stale
+  FROM amqfilter_partition_filter ORDER BY 1;
+SELECT v, string_agg(c::text, ',' ORDER BY c::text)
+  FROM (VALUES ('k1'), ('k700'), ('k1499'), ('nope'), ('written after the build')) x(v),
+       bloom_partition_candidates('pt', 'k', v) c
+ GROUP BY v ORDER BY v;"
+
+setup_partition_filters() {
+	q -d "$SRC_DB" -c "$PARTITION_FIXTURES_SQL" >/dev/null \
+		|| { fail "fixture: partition filters built"; return 1; }
+	q_at "$SRC_DB" "$PARTITION_REPORT_SQL" >"$WORK/src.partitions"
+	if [ "$(grep -c '|f$' "$WORK/src.partitions")" -eq 2 ] \
+		&& [ "$(grep -c '|t$' "$WORK/src.partitions")" -eq 1 ]; then
+		pass "fixture: partition filters (2 fresh, 1 stale)"
+	else
+		fail "fixture: partition filters (2 fresh, 1 stale)"
+		sed 's/^/      /' "$WORK/src.partitions"
+	fi
+}
+
+# check_partition_filters DB TAG: the restored partition filters equal the source's,
+# and a write after the restore marks its partition stale.
+check_partition_filters() {
+	local db=$1 tag=$2 stale
+	q_at "$db" "$PARTITION_REPORT_SQL" >"$WORK/$tag.partitions" || true
+	compare "$tag dump: partition filters and candidates the same" \
+		"$WORK/src.partitions" "$WORK/$tag.partitions"
+	q_at "$db" "INSERT INTO pt VALUES (5, 'after the restore')" || true
+	stale=$(q_at "$db" "SELECT stale FROM amqfilter_partition_filter
+		WHERE partition = 'pt_1'::regclass") || true
+	if [ "$stale" = t ]; then
+		pass "$tag dump: a write after the restore marks its partition stale"
+	else
+		fail "$tag dump: a write after the restore marks its partition stale ('$stale')"
+	fi
+}
+
 setup_source() {
 	log "fixtures: building filters in $SRC_DB"
 	if ! q -d postgres -c "CREATE DATABASE $SRC_DB TEMPLATE template0" \
@@ -312,6 +368,7 @@ check_dump_plain() {
 	report "$PLAIN_DB" "" plain
 	compare "plain dump: filters byte-identical" "$WORK/src.bytes" "$WORK/plain.bytes"
 	compare "plain dump: filters answer the same" "$WORK/src.answers" "$WORK/plain.answers"
+	check_partition_filters "$PLAIN_DB" plain
 }
 
 check_dump_custom() {
@@ -332,6 +389,7 @@ check_dump_custom() {
 	report "$CUSTOM_DB" "" custom
 	compare "custom dump: filters byte-identical" "$WORK/src.bytes" "$WORK/custom.bytes"
 	compare "custom dump: filters answer the same" "$WORK/src.answers" "$WORK/custom.answers"
+	check_partition_filters "$CUSTOM_DB" custom
 }
 
 # The largest filter amqfilter builds (just under its size limit, ~800 MB) must
@@ -557,7 +615,7 @@ main() {
 	fi
 	WORK=$(mktemp -d /tmp/amqfilter-roundtrip.XXXXXX)
 
-	if setup_source; then
+	if setup_source && setup_partition_filters; then
 		check_dump_plain
 		check_dump_custom
 		check_copy binary

@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# bench/partitions.sh: what partition filters save on lookups, and what they cost
+# writers, measured side by side in one run.
+#
+#   sudo bash bench/partitions.sh
+#
+# Builds and installs the extension (unless AMQ_BENCH_SKIP_BUILD=1), starts a
+# throwaway cluster (JIT off, statement_timeout 300 s: a query that would run longer
+# is reported as a timeout, never waited for) and measures:
+#
+#   lookup   orders(id int8, customer_id int8, note text), UNLOGGED, range-partitioned
+#            on id into $PARTS partitions of $PART_ROWS rows; every customer_id
+#            occurs once, scattered over the partitions; no index on customer_id.
+#            After bloom_partition_build('orders', 'customer_id') (p = 0.001):
+#            bloom_partition_lookup(NULL::orders, 'customer_id', c) against
+#            SELECT * FROM orders WHERE customer_id = c, for a present and an absent
+#            customer (medians of RUNS runs of EXPLAIN (ANALYZE, TIMING OFF)'s
+#            "Execution Time" after a warm-up run), and bloom_partition_candidates
+#            alone.
+#   copy     COPY of $COPY_ROWS rows (from a file the server reads) into a table of
+#            10 partitions whose filters were just built (so the COPY marks each
+#            partition stale: the writers' worst case), against the same COPY into
+#            an identical untracked table; both emptied before each run, the order
+#            alternated, the median of COPY_RUNS runs each (psql's \timing).
+#
+# Replaces (or appends) the "Partition filters" section of bench/RESULTS.md.
+#
+# Environment:
+#   RUNS=5, COPY_RUNS=7    runs per median
+#   AMQ_PART_COUNT=50, AMQ_PART_ROWS=1000000, AMQ_COPY_ROWS=1000000
+#                          sizes (smaller ones for trying the script out; the
+#                          recorded results use the defaults)
+#   AMQ_BENCH_SKIP_BUILD=1 use the installed extension
+set -euo pipefail
+
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../test/lib.sh"
+
+RUNS=${RUNS:-5}
+COPY_RUNS=${COPY_RUNS:-7}
+PARTS=${AMQ_PART_COUNT:-50}
+PART_ROWS=${AMQ_PART_ROWS:-1000000}
+COPY_ROWS=${AMQ_COPY_ROWS:-1000000}
+TIMEOUT_S=300
+RESULTS_FILE=$AMQ_ROOT/bench/RESULTS.md
+SECTION='## Partition filters'
+
+for v in RUNS COPY_RUNS PARTS PART_ROWS COPY_ROWS; do
+	[[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -ge 1 ] || die "$v must be a whole number >= 1"
+done
+TOTAL=$((PARTS * PART_ROWS))
+# a multiplier coprime with TOTAL scatters the customers over the partitions
+MULT=7
+while [ $((TOTAL % MULT)) -eq 0 ]; do MULT=$((MULT + 2)); done
+
+ratio() {
+	if [ "$1" = timeout ] || [ "$2" = timeout ]; then
+		echo "n/a"
+	else
+		awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'
+	fi
+}
+
+# copy_ms TABLE FILE: wall time of one server-side COPY, in ms, as psql's \timing
+# reports it.
+copy_ms() {
+	run_psql -At -c '\timing on' -c "COPY $1 FROM '$2'" \
+		| sed -n 's/^Time: \([0-9.]*\) ms.*$/\1/p'
+}
+
+start=$SECONDS
+ensure_packages
+[ "${AMQ_BENCH_SKIP_BUILD:-}" = 1 ] || build_and_install >/dev/null
+start_cluster "jit = off" "statement_timeout = '${TIMEOUT_S}s'" \
+	"shared_buffers = '512MB'" "checkpoint_timeout = '1h'"
+
+log "load: $PARTS partitions of $PART_ROWS rows"
+run_psql -q -c "CREATE EXTENSION amqfilter;
+	CREATE TABLE orders (id int8 NOT NULL, customer_id int8 NOT NULL, note text)
+		PARTITION BY RANGE (id);"
+for ((i = 0; i < PARTS; i++)); do
+	run_psql -q -c "
+		CREATE UNLOGGED TABLE orders_$i PARTITION OF orders
+			FOR VALUES FROM ($((i * PART_ROWS))) TO ($(((i + 1) * PART_ROWS)));
+		INSERT INTO orders_$i
+			SELECT g, (g * $MULT) % $TOTAL, 'order ' || g
+			FROM generate_series($((i * PART_ROWS)), $(((i + 1) * PART_ROWS - 1))) g;"
+done
+run_psql -q -c "VACUUM ANALYZE orders"
+
+log "build: bloom_partition_build('orders', 'customer_id')"
+build_ms=$(run_psql -At -c '\timing on' \
+	-c "SET client_min_messages = warning" \
+	-c "SELECT count(*) FROM bloom_partition_build('orders', 'customer_id')" \
+	| sed -n 's/^Time: \([0-9.]*\) ms.*$/\1/p' | tail -n 1)
+filter_bytes=$(run_psql -At -c "SELECT sum((bloom_info(filter)).bytes)
+	FROM amqfilter_partition_filter WHERE parent = 'orders'::regclass")
+
+# a present customer (in the middle partition) and an absent one
+present=$(run_psql -At -c "SELECT customer_id FROM orders_$((PARTS / 2)) LIMIT 1")
+absent=$((TOTAL + 12345))
+candidates_present=$(run_psql -At -c "SELECT count(*)
+	FROM bloom_partition_candidates('orders', 'customer_id', $present::int8)")
+candidates_absent=$(run_psql -At -c "SELECT count(*)
+	FROM bloom_partition_candidates('orders', 'customer_id', $absent::int8)")
+same=$(run_psql -At -c "SELECT
+	(SELECT array_agg(id ORDER BY id) FROM bloom_partition_lookup(NULL::orders, 'customer_id', $present::int8))
+	IS NOT DISTINCT FROM
+	(SELECT array_agg(id ORDER BY id) FROM orders WHERE customer_id = $present)")
+[ "$same" = t ] || die "bloom_partition_lookup and the plain query disagree"
+
+declare -A MS
+for which in present absent; do
+	value=${!which}
+	log "lookup: customer $value ($which)"
+	MS[plain_$which]=$(timed_ms "$RUNS" "SELECT * FROM orders WHERE customer_id = $value")
+	MS[lookup_$which]=$(timed_ms "$RUNS" \
+		"SELECT * FROM bloom_partition_lookup(NULL::orders, 'customer_id', $value::int8)")
+	MS[cand_$which]=$(timed_ms "$RUNS" \
+		"SELECT * FROM bloom_partition_candidates('orders', 'customer_id', $value::int8)" 2)
+done
+
+log "copy: $COPY_ROWS rows, tracked vs untracked"
+copy_file=$AMQ_CLUSTER_DIR/copy.data
+run_psql -q -c "
+	CREATE TABLE copy_tracked (id int8 NOT NULL, customer_id int8 NOT NULL, note text)
+		PARTITION BY RANGE (id);
+	CREATE TABLE copy_untracked (LIKE copy_tracked) PARTITION BY RANGE (id);"
+for ((i = 0; i < 10; i++)); do
+	lo=$((i * COPY_ROWS / 10)) hi=$(((i + 1) * COPY_ROWS / 10))
+	run_psql -q -c "
+		CREATE TABLE copy_tracked_$i PARTITION OF copy_tracked FOR VALUES FROM ($lo) TO ($hi);
+		CREATE TABLE copy_untracked_$i PARTITION OF copy_untracked FOR VALUES FROM ($lo) TO ($hi);"
+done
+run_psql -q -c "COPY (SELECT g, (g * 7) % $COPY_ROWS, 'order ' || g
+	FROM generate_series(0, $((COPY_ROWS - 1))) g) TO '$copy_file'"
+tracked=()
+untracked=()
+for ((r = 0; r < COPY_RUNS; r++)); do
+	run_psql -q -c "TRUNCATE copy_tracked, copy_untracked" \
+		-c "SET client_min_messages = warning" \
+		-c "SELECT count(*) FROM bloom_partition_build('copy_tracked', 'customer_id')" >/dev/null
+	run_psql -q -c "CHECKPOINT"
+	if ((r % 2 == 0)); then
+		untracked+=("$(copy_ms copy_untracked "$copy_file")")
+		tracked+=("$(copy_ms copy_tracked "$copy_file")")
+	else
+		tracked+=("$(copy_ms copy_tracked "$copy_file")")
+		untracked+=("$(copy_ms copy_untracked "$copy_file")")
+	fi
+done
+stale=$(run_psql -At -c "SELECT count(*) FROM amqfilter_partition_filter
+	WHERE parent = 'copy_tracked'::regclass AND stale")
+[ "$stale" = 10 ] || die "the tracked COPY marked $stale of 10 partitions stale"
+copy_tracked_ms=$(printf '%s\n' "${tracked[@]}" | median)
+copy_untracked_ms=$(printf '%s\n' "${untracked[@]}" | median)
+
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+{
+	kept=
+	[ -f "$RESULTS_FILE" ] && kept=$(awk -v s="$SECTION" '
+		$0 == s { skip = 1; next }
+		skip && /^## / { skip = 0 }
+		!skip' "$RESULTS_FILE")
+	printf '%s\n\n' "$kept"
+	echo "$SECTION"
+	echo
+	echo "bench/partitions.sh, $(date -u '+%Y-%m-%d'), PostgreSQL $(run_psql -At -c 'SHOW server_version'),"
+	echo "$(nproc) cores. The machine was shared with other work during the run (load"
+	echo "average $load at its end): compare the ratios, which were measured side by side,"
+	echo "rather than the absolute times."
+	echo
+	echo "Lookup: $PARTS partitions of $PART_ROWS rows, no index on customer_id, one"
+	echo "filter per partition at p = 0.001 ($filter_bytes bytes in all, built in"
+	echo "$build_ms ms). Medians of $RUNS runs, ms. Target: the lookup at least 10x faster."
+	echo
+	echo "| customer | partitions scanned | plain query | bloom_partition_lookup | faster | bloom_partition_candidates alone |"
+	echo "|---|---:|---:|---:|---:|---:|"
+	echo "| present | $candidates_present of $PARTS | ${MS[plain_present]} | ${MS[lookup_present]} | $(ratio "${MS[plain_present]}" "${MS[lookup_present]}")x | ${MS[cand_present]} |"
+	echo "| absent | $candidates_absent of $PARTS | ${MS[plain_absent]} | ${MS[lookup_absent]} | $(ratio "${MS[plain_absent]}" "${MS[lookup_absent]}")x | ${MS[cand_absent]} |"
+	echo
+	echo "COPY of $COPY_ROWS rows into 10 partitions, each run right after a build (so"
+	echo "it marks all 10 filters stale), medians of $COPY_RUNS runs, ms. Target: within 10%."
+	echo
+	echo "| untracked | tracked | tracked / untracked |"
+	echo "|---:|---:|---:|"
+	echo "| $copy_untracked_ms | $copy_tracked_ms | $(ratio "$copy_tracked_ms" "$copy_untracked_ms") |"
+} >"$RESULTS_FILE.new"
+mv "$RESULTS_FILE.new" "$RESULTS_FILE"
+sed -n "/^$SECTION\$/,/^## [^P]/p" "$RESULTS_FILE"
+echo "partitions bench: done in $((SECONDS - start))s; results written to ${RESULTS_FILE#"$AMQ_ROOT"/}"
