@@ -12,13 +12,14 @@
 # on neither.  It checks, with EXPLAIN (VERBOSE) and with the results:
 #
 #   1. bloom_agg and cuckoo_agg over a foreign table run on the shard: the aggregate
-#      is in the remote SQL;
+#      is in the remote SQL (also with DISTINCT, WHERE and GROUP BY);
 #   2. the per-shard filters merged on the coordinator with bloom_union_agg are
 #      byte-identical to the filter built over all rows in one place, and those
 #      merged with cuckoo_union_agg give the same answers (membership and counts)
 #      as the one built in one place, for the keys and for keys never added;
 #   3. a semi-join of `wanted` with the sharded table, pre-filtered by a filter of
-#      the local keys (bloom and cuckoo, as a scalar subquery and as a literal),
+#      the local keys (bloom and cuckoo, as a scalar subquery, as a literal, with
+#      bloom_contains(); as a prepared statement's parameter: the remote SQL only),
 #      sends the filter to each shard inside the remote query and returns exactly
 #      the rows of the plain join, fetching fewer rows;
 #   4. filters travel intact both ways in text form (the form postgres_fdw uses):
@@ -185,6 +186,9 @@ check_aggregate_pushdown() {
 		expect_no_match "$agg over a foreign table: no aggregation on the coordinator" \
 			"$plan" '^ *(->  )?(Partial |Finalize )?Aggregate'
 	done
+	plan=$(explain "SELECT cuckoo_agg(DISTINCT k, $BLOOM_ARGS) FROM events_1 WHERE k > 5 GROUP BY k % 2")
+	expect_match "cuckoo_agg(DISTINCT ...) with WHERE and GROUP BY: all in the remote SQL" \
+		"$plan" "Remote SQL: SELECT public\\.cuckoo_agg\\(DISTINCT k, .* WHERE \\(\\(k > 5\\)\\) GROUP BY"
 }
 
 # The per-shard filters, built on the shards and merged here.
@@ -269,6 +273,13 @@ check_semi_join() {
 	expect "semi-join pre-filtered by a literal filter: the literal goes to both shards" \
 		"$(remote_sql_count "$plan" "OPERATOR(public.<@) '$literal'::public.bloom" -F)" 2
 	same_rows "semi-join pre-filtered by a literal filter: exactly the plain join's rows" "$sql"
+
+	# A prepared statement's parameter, in a generic plan.
+	plan=$(coord "PREPARE q(bloom) AS SELECT e.k, e.payload FROM events e WHERE e.k <@ \$1;
+		SET plan_cache_mode = force_generic_plan;
+		EXPLAIN (VERBOSE, COSTS OFF) EXECUTE q('$literal')")
+	expect "a prepared statement's filter parameter goes to both shards" \
+		"$(remote_sql_count "$plan" 'OPERATOR\(public\.<@\) \$1::public\.bloom')" 2
 
 	# The function form ships as well.
 	sql="SELECT e.k, e.payload FROM events e
