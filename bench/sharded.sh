@@ -114,12 +114,19 @@ time_ms() {
 	timed_ms "$RUNS" "$1"
 }
 
+# fetched_rows SQL: rows the foreign scans of SQL fetched, or "timeout".
 fetched_rows() {
-	run_psql -At -c "EXPLAIN (ANALYZE, TIMING OFF) $1" | foreign_scan_rows
+	local out
+	if ! out=$(run_psql -At -c "EXPLAIN (ANALYZE, TIMING OFF) $1" 2>&1); then
+		grep -q 'statement timeout' <<<"$out" || die "failed: $1: $out"
+		echo timeout
+		return
+	fi
+	foreign_scan_rows <<<"$out"
 }
 
 ratio() {
-	if [ "$1" = timeout ] || [ "$2" = timeout ]; then
+	if [ "$1" = timeout ] || [ "$2" = timeout ] || [ "$2" = 0 ]; then
 		echo "n/a"
 	else
 		awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a / b }'
