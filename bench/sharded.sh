@@ -158,7 +158,7 @@ bench_join() {
 
 # bench_build TYPE: the filter of every key, built on the shards and merged vs built
 # on the coordinator from all keys.  The cuckoo filter takes each key once (it
-# counts every row it is given, and ten copies of a key overflow its two buckets).
+# counts every row it is given: over repeated keys it would hold every copy).
 bench_build() {
 	local type=$1 arg=k remote pull remote_ms pull_ms remote_rows pull_rows same
 	[ "$type" = bloom ] || arg="DISTINCT k"
@@ -231,7 +231,7 @@ write_results() {
 		echo "coordinator over every key fetched. Same filter: bloom bytes equal; cuckoo"
 		echo "counts equal for every key and as many keys never added. The cuckoo filter"
 		echo "takes each key once (\`DISTINCT\`, which the shards evaluate too): it counts"
-		echo "every row, and $((ROWS / KEYS)) copies of one key would not fit its two buckets."
+		echo "every row, and would hold all $((ROWS / KEYS)) copies of each key."
 		echo "Default server options (the shards build one after the other)."
 		echo
 		echo "| aggregate | rows fetched, remote | ms, remote | rows fetched, pull-all | ms, pull-all | faster | same filter |"
