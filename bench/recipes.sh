@@ -9,10 +9,6 @@
 # default of 4 MB, statement_timeout 60 s: a query that would run longer is
 # reported as a timeout, never waited for) and measures, with the README's SQL:
 #
-#   semi-join   t.id IN (SELECT id FROM small), plain vs pre-filtered
-#   inner join  t JOIN small USING (id), plain vs pre-filtered
-#   anti-join   NOT EXISTS (...), plain vs the README recipe, with and without an
-#               index on small(id)
 #   guard       one probe of a stored filter of every key (p = 0.1%) vs the
 #               primary-key lookup it protects
 #   partitions  one lookup of a key that is not the partition key: the filter table
@@ -22,8 +18,8 @@
 #               README's statement trigger vs the same INSERT without it: time and
 #               WAL bytes
 #
-# t has $AMQ_RECIPE_ROWS int8 rows (default 10M), small a tenth of them; the guard
-# filter covers t; the partitioned table has $AMQ_RECIPE_PARTS partitions of
+# The join recipes are measured by bench/joins.sh.  t has $AMQ_RECIPE_ROWS int8 rows
+# (default 10M); the guard filter covers t; the partitioned table has $AMQ_RECIPE_PARTS partitions of
 # $AMQ_RECIPE_PART_ROWS rows (default 20 x 500k).  Each time is the median of RUNS
 # (default 3) runs of EXPLAIN (ANALYZE, TIMING OFF)'s "Execution Time" after one
 # warm-up run.  Writes bench/RECIPES.md; the README quotes it.
@@ -67,14 +63,10 @@ row() {
 }
 
 load() {
-	log "recipes: loading t ($ROWS rows), small ($((ROWS / 10))), users, orders ($PARTS x $PART_ROWS)"
+	log "recipes: loading t ($ROWS rows), users, orders ($PARTS x $PART_ROWS)"
 	run_psql -q >/dev/null <<-SQL
 		CREATE EXTENSION amqfilter;
 		CREATE TABLE t AS SELECT g::int8 AS id FROM generate_series(1, $ROWS) g;
-		-- small: every 10th id of t, so 10% of t matches
-		CREATE TABLE small AS SELECT id FROM t WHERE id % 10 = 0;
-		CREATE TABLE small_indexed AS SELECT id FROM small;
-		CREATE UNIQUE INDEX ON small_indexed (id);
 		CREATE TABLE users (id int8 PRIMARY KEY, name text);
 		INSERT INTO users SELECT id, 'u' || id FROM t;
 		CREATE TABLE key_guard (name text PRIMARY KEY, f bloom NOT NULL);
@@ -102,23 +94,6 @@ load() {
 		END \$\$;
 		VACUUM ANALYZE;
 	SQL
-}
-
-bench_joins() {
-	local f="(SELECT bloom_agg(id, $((ROWS / 10)), 0.01) FROM small)"
-	log "recipes: joins (filter of small at p = 1%)"
-	row "semi-join" \
-		"SELECT count(*) FROM t WHERE $f @> t.id AND t.id IN (SELECT id FROM small)" \
-		"SELECT count(*) FROM t WHERE t.id IN (SELECT id FROM small)"
-	row "inner join" \
-		"SELECT count(*) FROM t JOIN small s USING (id) WHERE $f @> t.id" \
-		"SELECT count(*) FROM t JOIN small s USING (id)"
-	row "anti-join, small(id) indexed" \
-		"SELECT count(*) FROM t WHERE NOT ((SELECT bloom_agg(id, $((ROWS / 10)), 0.01) FROM small_indexed) @> t.id) OR NOT EXISTS (SELECT 1 FROM small_indexed s WHERE s.id = t.id)" \
-		"SELECT count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM small_indexed s WHERE s.id = t.id)"
-	row "anti-join, no index" \
-		"SELECT count(*) FROM t WHERE NOT ($f @> t.id) OR NOT EXISTS (SELECT 1 FROM small s WHERE s.id = t.id)" \
-		"SELECT count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM small s WHERE s.id = t.id)"
 }
 
 bench_lookups() {
@@ -187,8 +162,8 @@ write_results() {
 		fi
 		echo
 		echo "One core per query (max_parallel_workers_per_gather = 0), JIT off, work_mem"
-		echo "4 MB (the default), statement_timeout $TIMEOUT_S s. t has $ROWS int8 rows, small every"
-		echo "10th of them (10% of t matches), users the same ids with a primary key and"
+		echo "4 MB (the default), statement_timeout $TIMEOUT_S s. t has $ROWS int8 rows,"
+		echo "users the same ids with a primary key and"
 		echo "the guard filter of them (p = 0.1%), orders $PARTS list partitions of about"
 		echo "$PART_ROWS rows with an index on order_id and one filter per partition"
 		echo "(p = 0.1%). Times are the median of $RUNS runs of EXPLAIN (ANALYZE, TIMING"
@@ -207,7 +182,6 @@ main() {
 	start_cluster "max_parallel_workers_per_gather = 0" "jit = off" \
 		"shared_buffers = '2GB'" "work_mem = '4MB'" "statement_timeout = '${TIMEOUT_S}s'"
 	load
-	bench_joins
 	bench_lookups
 	bench_trigger
 	write_results

@@ -346,9 +346,11 @@ machine_info() {
 
 write_results() {
 	local kept heading
-	# the sections bench/sharded.sh and bench/probe.sh write stay as they were
+	# the sections bench/sharded.sh, bench/probe.sh and bench/joins.sh write stay
+	# as they were
 	kept=$(for heading in "## Sharded tables (postgres_fdw)" \
-		"## Stored filters: probes through slices"; do
+		"## Stored filters: probes through slices" \
+		"## Joins, builds and estimates"; do
 		results_section "$RESULTS_FILE" "$heading"
 	done)
 	{

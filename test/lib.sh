@@ -10,6 +10,8 @@
 #   bench_build_and_install
 #                        the same for a benchmark, unless AMQ_BENCH_SKIP_BUILD=1
 #   results_section FILE HEADING, results_without_section FILE HEADING
+#   shown_ms MS, ratio A B [DECIMALS]
+#                        a time or "> N (timeout)", a ratio or "n/a", for results tables
 #                        one "## " section of a results file, or the file without it
 #   pgxs_make ARGS...    make in the repository against PostgreSQL 15
 #   start_cluster [--in DIR] [--postgres EXE] [--env NAME=VALUE]... [SETTING...]
@@ -394,6 +396,22 @@ timed_ms() {
 	for ((i = 0; i < runs; i++)); do
 		exec_ms "$sql"
 	done | median "$decimals"
+}
+
+# shown_ms MS: a time for a results table: MS, or "> N (timeout)" for "timeout",
+# N the statement_timeout in ms (TIMEOUT_S, seconds, set by the caller).
+shown_ms() {
+	if [ "$1" = timeout ]; then echo "> $((TIMEOUT_S * 1000)) (timeout)"; else echo "$1"; fi
+}
+
+# ratio A B [DECIMALS]: A / B to DECIMALS places (default 1), "n/a" when either
+# timed out or B is 0.
+ratio() {
+	if [ "$1" = timeout ] || [ "$2" = timeout ] || [ "$2" = 0 ]; then
+		echo "n/a"
+	else
+		awk -v a="$1" -v b="$2" -v d="${3:-1}" 'BEGIN { printf "%." d "f", a / b }'
+	fi
 }
 
 # foreign_scan_rows: the rows every Foreign Scan node returned (actual rows times
