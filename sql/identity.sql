@@ -99,7 +99,22 @@ SELECT bloom_add(bloom_empty(10, 0.01), 'pg_catalog'::regnamespace);
 -- an empty filter answers "no" to them without hashing
 SELECT bloom_empty(10, 0.01) @> ARRAY['ok'::mood] AS empty_filter;
 
+-- Identities are kept per backend, and forgotten when the catalogs change:
+-- after a rename in this session, a probe names the type's new identity
+-- (an enum's identity is its type name), not the one computed before.
+CREATE TYPE hue AS ENUM ('red', 'green');
+CREATE TABLE hue_filter AS SELECT bloom_agg(h, 10, 0.01) AS f
+  FROM unnest(enum_range(NULL::hue)) h;
+SELECT f @> 'red'::hue AS before_rename FROM hue_filter;
+ALTER TYPE hue RENAME TO shade;
+\set VERBOSITY sqlstate
+SELECT f @> 'red'::shade FROM hue_filter;
+\set VERBOSITY default
+SELECT bloom_agg(h, 10, 0.01) @> 'green'::shade AS fresh_filter
+  FROM unnest(enum_range(NULL::shade)) h;
+
 RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA identity_test CASCADE;
 RESET client_min_messages;
+

@@ -47,6 +47,11 @@
  * the common case of a join key, and the call costs as much as the hash.
  *
  * The lookup runs once per call site: the result is cached in fn_extra.
+ * The identity, which takes catalog reads (a pg_depend scan for extension
+ * membership among them), is also kept per backend for each type and
+ * collation, until a change to any type, operator family, collation or
+ * schema is invalidated: a probe of a stored filter, a query of its own,
+ * would otherwise spend a third of its time naming its value's type.
  */
 #include "postgres.h"
 
@@ -64,6 +69,8 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -315,12 +322,76 @@ append_identity(StringInfo buf, Oid type, Oid collation, bool nested,
 		append_collation(buf, base, collation);
 }
 
-/* Fills in the hasher's identities for its type. */
+/* A type's identities under a collation, kept per backend. */
+typedef struct IdentityEntry
+{
+	Oid			key[2];			/* type, collation */
+	uint32		family;
+	uint32		legacy_family;
+	const char *unstable;		/* a string literal, or NULL */
+	char		identity[256];
+} IdentityEntry;
+
+static HTAB *identity_cache = NULL;
+static uint64 identity_resets = 0;
+
+/* Forgets every identity: a catalog row they may be built from changed. */
+static void
+identity_cache_reset(Datum arg, int cacheid, uint32 hashvalue)
+{
+	identity_resets++;
+	if (identity_cache != NULL)
+	{
+		hash_destroy(identity_cache);
+		identity_cache = NULL;
+	}
+}
+
+static void
+identity_cache_init(void)
+{
+	static bool callbacks = false;
+	HASHCTL		ctl;
+
+	if (!callbacks)
+	{
+		CacheRegisterSyscacheCallback(TYPEOID, identity_cache_reset, (Datum) 0);
+		CacheRegisterSyscacheCallback(OPFAMILYOID, identity_cache_reset, (Datum) 0);
+		CacheRegisterSyscacheCallback(COLLOID, identity_cache_reset, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, identity_cache_reset, (Datum) 0);
+		callbacks = true;
+	}
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(Oid) * 2;
+	ctl.entrysize = sizeof(IdentityEntry);
+	ctl.hcxt = TopMemoryContext;
+	identity_cache = hash_create("amqfilter identities", 16, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/* Fills in the hasher's identities for its type, from the cache if it can. */
 static void
 hasher_identify(AmqHasher *hasher)
 {
 	StringInfoData buf;
 	const char *unstable = NULL;
+	Oid			key[2] = {hasher->type, hasher->collation};
+	IdentityEntry *entry;
+	bool		found;
+	uint64		resets;
+
+	if (identity_cache == NULL)
+		identity_cache_init();
+	resets = identity_resets;
+	entry = hash_search(identity_cache, key, HASH_FIND, NULL);
+	if (entry != NULL)
+	{
+		strlcpy(hasher->identity, entry->identity, sizeof(hasher->identity));
+		hasher->family = entry->family;
+		hasher->legacy_family = entry->legacy_family;
+		hasher->unstable = entry->unstable;
+		return;
+	}
 
 	initStringInfo(&buf);
 	append_identity(&buf, hasher->type, hasher->collation, false, &unstable);
@@ -335,6 +406,19 @@ hasher_identify(AmqHasher *hasher)
 	if (hasher->legacy_family == hasher->family)
 		hasher->legacy_family = 0;
 	pfree(buf.data);
+
+	/*
+	 * Kept unless a catalog change arrived while the catalogs were read: the
+	 * identity may then describe either state, so the next call computes it
+	 * again.
+	 */
+	if (identity_resets != resets)
+		return;
+	entry = hash_search(identity_cache, key, HASH_ENTER, &found);
+	strlcpy(entry->identity, hasher->identity, sizeof(entry->identity));
+	entry->family = hasher->family;
+	entry->legacy_family = hasher->legacy_family;
+	entry->unstable = hasher->unstable;
 }
 
 /* Fills in the hasher for a value type, or errors if it cannot be hashed. */
