@@ -40,7 +40,7 @@
  *	- a key with no cell whose d buckets are all full cannot be added:
  *	  AMQ_FULL, with nothing changed (the glue reports an error).  Sized at
  *	  an average of 6 cells of 8 per bucket at n keys, that does not happen
- *	  below n in practice; past about 1.3 n it does.
+ *	  below n in practice; from about 1.2 n distinct keys on it does.
  *
  * False positives.  An absent key matches when one of the cells in its d
  * buckets has its fingerprint in that sub-table: at most cells used /
