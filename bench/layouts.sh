@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# bench/layouts.sh: the four bloom layouts and the cuckoo filter side by side.
+#
+#   sudo bash bench/layouts.sh
+#
+# Builds and installs the extension, starts a throwaway PostgreSQL 15 cluster (one
+# core per query: max_parallel_workers_per_gather = 0, JIT off, every statement
+# under a 120 s statement_timeout) and measures, for blocked, classic, counting,
+# dleft and cuckoo:
+#
+#   FPR     the false-positive rate over $PROBES absent values of a filter built
+#           from $FPR_KEYS values, at p = 1%, 0.1% and 0.01%, and its bits per key
+#           (8 * bytes / n); "ok" when the rate is <= p + 3 sigma of the sampling
+#   build   bloom_agg / cuckoo_agg over $ROWS int8 rows  vs  count(col)
+#   probe   filter @> col over the rows (the filter stored in a table, read once
+#           through an InitPlan)  vs  col <> -1, and vs the cuckoo filter's probe
+#
+# Each time is the median of $RUNS runs of EXPLAIN (ANALYZE, TIMING OFF)'s
+# "Execution Time"; every ratio is against a baseline measured in the same run.
+# Writes bench/LAYOUTS.md (tables), bench/layouts.dat and, with gnuplot,
+# bench/layouts.png: measured false-positive rate against bits per key for every
+# layout, with the textbook curves beside them.
+#
+# Environment: RUNS=5, AMQ_BENCH_ROWS=2000000, AMQ_BENCH_FPR_KEYS=200000,
+# AMQ_BENCH_PROBES=2000000, AMQ_BENCH_SKIP_BUILD=1 (use the installed extension).
+set -euo pipefail
+
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../test/lib.sh"
+
+RUNS=${RUNS:-5}
+ROWS=${AMQ_BENCH_ROWS:-2000000}
+FPR_KEYS=${AMQ_BENCH_FPR_KEYS:-200000}
+PROBES=${AMQ_BENCH_PROBES:-2000000}
+OUT_MD=$AMQ_ROOT/bench/LAYOUTS.md
+OUT_DAT=$AMQ_ROOT/bench/layouts.dat
+OUT_PNG=$AMQ_ROOT/bench/layouts.png
+BLOOM_LAYOUTS=(blocked classic counting dleft)
+
+FPR_ROWS=()
+TIME_ROWS=()
+
+for v in "$ROWS" "$FPR_KEYS" "$PROBES" "$RUNS"; do
+	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] || die "sizes and RUNS must be positive whole numbers"
+done
+
+ensure_gnuplot() {
+	command -v gnuplot >/dev/null && return 0
+	install_packages gnuplot gnuplot-nox
+	command -v gnuplot >/dev/null || die "gnuplot still missing after apt-get install"
+}
+
+load_data() {
+	log "bench: $ROWS rows in t(col int8)"
+	run_psql -q >/dev/null <<-SQL
+		CREATE EXTENSION amqfilter;
+		CREATE TABLE t (col int8);
+		INSERT INTO t SELECT g FROM generate_series(1, $ROWS) g;
+		VACUUM ANALYZE t;
+	SQL
+}
+
+# The false-positive rate of every layout at three rates, over the same values.
+bench_fpr() {
+	log "bench: false-positive rates, $FPR_KEYS values, $PROBES absent probes each"
+	run_psql -q <<-SQL
+		CREATE TABLE probes AS SELECT g FROM generate_series($FPR_KEYS + 1::int8, $FPR_KEYS + $PROBES) g;
+		-- one column per type: a cast per row would copy the filter per row
+		CREATE TABLE fpr_f AS
+		SELECT l.layout, p.p,
+		       (SELECT bloom_agg(g, $FPR_KEYS, p.p, l.layout) FROM generate_series(1::int8, $FPR_KEYS) g) AS b,
+		       NULL::cuckoo AS c
+		FROM unnest(ARRAY['blocked', 'classic', 'counting', 'dleft']) AS l(layout),
+		     unnest(ARRAY[0.01, 0.001, 0.0001]::float8[]) AS p(p)
+		UNION ALL
+		SELECT 'cuckoo', p.p, NULL::bloom,
+		       (SELECT cuckoo_agg(g, $FPR_KEYS, p.p) FROM generate_series(1::int8, $FPR_KEYS) g)
+		FROM unnest(ARRAY[0.01, 0.001, 0.0001]::float8[]) AS p(p);
+		CREATE TABLE fpr_m AS
+		SELECT layout, p,
+		       8.0 * coalesce((bloom_info(b)).bytes, (cuckoo_info(c)).bytes) / $FPR_KEYS AS bits_per_key,
+		       CASE WHEN c IS NOT NULL
+		            THEN (SELECT count(*) FROM probes WHERE c @> g)
+		            ELSE (SELECT count(*) FROM probes WHERE b @> g) END::float8 / $PROBES AS fpr,
+		       CASE WHEN c IS NOT NULL
+		            THEN (SELECT count(*) FROM generate_series(1::int8, $FPR_KEYS) g WHERE NOT c @> g)
+		            ELSE (SELECT count(*) FROM generate_series(1::int8, $FPR_KEYS) g WHERE NOT b @> g) END
+		         AS false_negatives
+		FROM fpr_f;
+	SQL
+	run_psql -q -At -F ' ' -c "SELECT layout, p, round(bits_per_key, 3), fpr FROM fpr_m ORDER BY layout, p DESC" \
+		>"$OUT_DAT"
+	local rows row
+	rows=$(run_psql -q -At -F $'\t' <<-SQL
+		SELECT m.p, m.layout, round(m.fpr::numeric, 6),
+		       CASE WHEN m.fpr <= m.p + 3 * sqrt(m.p / $PROBES) THEN 'ok' ELSE 'over' END,
+		       m.false_negatives, round(m.bits_per_key, 2),
+		       round(m.bits_per_key / c.bits_per_key, 3),
+		       CASE WHEN m.layout = 'dleft' THEN round(m.bits_per_key / k.bits_per_key, 3)::text ELSE '' END
+		FROM fpr_m m
+		JOIN fpr_m c ON c.p = m.p AND c.layout = 'classic'
+		JOIN fpr_m k ON k.p = m.p AND k.layout = 'counting'
+		ORDER BY m.p DESC, array_position(ARRAY['blocked', 'classic', 'counting', 'dleft', 'cuckoo'], m.layout);
+	SQL
+	)
+	while IFS= read -r row; do
+		FPR_ROWS+=("| ${row//$'\t'/ | } |")
+		printf '%s\n' "${row//$'\t'/  }"
+	done <<<"$rows"
+}
+
+# time_row NAME BASELINE_MS SQL [REF_NAME REF_MS]: a timing row, ratio to the baseline
+# and, given, to a reference measured in the same run.
+time_row() {
+	local name=$1 baseline=$2 sql=$3 ref_name=${4:-} ref_ms=${5:-} ms ratio ref=
+	ms=$(median_exec_ms "$RUNS" "$sql")
+	ratio=$(awk -v a="$ms" -v b="$baseline" 'BEGIN { printf "%.2f", a / b }')
+	[ -z "$ref_ms" ] || ref=$(awk -v a="$ms" -v b="$ref_ms" 'BEGIN { printf "%.2f", a / b }')
+	printf '%-22s %10.1f ms  %10.1f ms  ratio %s %s\n' "$name" "$ms" "$baseline" "$ratio" \
+		"${ref:+(vs $ref_name: $ref)}"
+	TIME_ROWS+=("| $name | $ms | $baseline | $ratio | ${ref:+$ref ($ref_name)} |")
+	LAST_MS=$ms
+}
+
+bench_times() {
+	local base layout i cuckoo_ms
+	log "bench: build over $ROWS rows ($RUNS runs each)"
+	exec_ms "SELECT count(col) FROM t" >/dev/null
+	base=$(median_exec_ms "$RUNS" "SELECT count(col) FROM t")
+	TIME_ROWS+=("| build baseline: \`SELECT count(col) FROM t\` | $base | | | |")
+	for layout in "${BLOOM_LAYOUTS[@]}"; do
+		time_row "build, $layout" "$base" "SELECT bloom_agg(col, $ROWS, 0.01, '$layout') FROM t"
+	done
+	time_row "build, cuckoo" "$base" "SELECT cuckoo_agg(col, $ROWS, 0.01) FROM t"
+
+	log "bench: probe over $ROWS rows, filters stored in a table"
+	run_psql -q <<-SQL
+		CREATE TABLE lf AS
+		SELECT l.i, l.layout, (SELECT bloom_agg(col, $ROWS, 0.01, l.layout) FROM t) AS f
+		FROM (VALUES (1, 'blocked'), (2, 'classic'), (3, 'counting'), (4, 'dleft')) AS l(i, layout);
+		CREATE TABLE cf AS SELECT cuckoo_agg(col, $ROWS, 0.01) AS f FROM t;
+		VACUUM ANALYZE lf, cf;
+	SQL
+	exec_ms "SELECT count(*) FROM t WHERE col <> -1" >/dev/null
+	base=$(median_exec_ms "$RUNS" "SELECT count(*) FROM t WHERE col <> -1")
+	TIME_ROWS+=("| probe baseline: \`SELECT count(*) FROM t WHERE col <> -1\` | $base | | | |")
+	time_row "probe, cuckoo" "$base" "SELECT count(*) FROM t WHERE (SELECT f FROM cf) @> col"
+	cuckoo_ms=$LAST_MS
+	i=1
+	for layout in "${BLOOM_LAYOUTS[@]}"; do
+		time_row "probe, $layout" "$base" \
+			"SELECT count(*) FROM t WHERE (SELECT f FROM lf WHERE i = $i) @> col" cuckoo "$cuckoo_ms"
+		i=$((i + 1))
+	done
+}
+
+plot() {
+	log "bench: plotting $OUT_PNG"
+	gnuplot <<-GP
+		set terminal pngcairo size 900,600 noenhanced
+		set output '$OUT_PNG'
+		set title 'amqfilter: measured false-positive rate against bits per key ($FPR_KEYS values, $PROBES probes)'
+		set xlabel 'bits per key (8 * bytes / n)'
+		set ylabel 'false-positive rate'
+		set logscale y
+		set format y '%g'
+		set xrange [0:85]
+		set yrange [0.00003:0.05]
+		set grid
+		set key top right
+		ln2 = log(2)
+		plot exp(-x * ln2**2) with lines dt 2 lc rgb '#1f77b4' title 'textbook classic: exp(-b ln^2 2)', \
+		     exp(-(x / 4) * ln2**2) with lines dt 2 lc rgb '#2ca02c' title 'textbook counting: 4-bit counters', \
+		     96 * 2**(-0.75 * x) with lines dt 2 lc rgb '#d62728' title 'textbook dleft: 24 / 2^r, b = 4(r + 2)/3', \
+		     8 * 2**(-0.955 * x) with lines dt 2 lc rgb '#9467bd' title 'textbook cuckoo: 8 / 2^f, b = f / 0.955', \
+		     '$OUT_DAT' using (strcol(1) eq 'blocked' ? \$3 : 1/0):4 with points pt 5 ps 1.5 lc rgb '#ff7f0e' title 'blocked (measured)', \
+		     '$OUT_DAT' using (strcol(1) eq 'classic' ? \$3 : 1/0):4 with points pt 7 ps 1.5 lc rgb '#1f77b4' title 'classic (measured)', \
+		     '$OUT_DAT' using (strcol(1) eq 'counting' ? \$3 : 1/0):4 with points pt 9 ps 1.5 lc rgb '#2ca02c' title 'counting (measured)', \
+		     '$OUT_DAT' using (strcol(1) eq 'dleft' ? \$3 : 1/0):4 with points pt 11 ps 1.5 lc rgb '#d62728' title 'dleft (measured)', \
+		     '$OUT_DAT' using (strcol(1) eq 'cuckoo' ? \$3 : 1/0):4 with points pt 13 ps 1.5 lc rgb '#9467bd' title 'cuckoo (measured)'
+	GP
+}
+
+write_results() {
+	{
+		echo "# Bloom layouts and the cuckoo filter, side by side"
+		echo
+		echo "Written by \`bench/layouts.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'):" \
+			"$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)," \
+			"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)."
+		echo "Times are medians of $RUNS runs; ratios are against baselines measured in the same run."
+		echo "${AMQ_BENCH_NOTE:-}"
+		echo
+		echo "## False-positive rate and bits per key"
+		echo
+		echo "$FPR_KEYS values, $PROBES absent probes per filter; ok = measured <= p + 3 sigma."
+		echo
+		echo "| p | layout | measured FPR | <= p | false negatives | bits per key | x classic | dleft / counting |"
+		echo "|---|---|---|---|---|---|---|---|"
+		printf '%s\n' "${FPR_ROWS[@]}"
+		echo
+		echo "![false-positive rate against bits per key](layouts.png)"
+		echo
+		echo "## Build and probe, $ROWS int8 rows, p = 1%"
+		echo
+		echo "| query | ms | baseline ms | ratio | vs the cuckoo probe |"
+		echo "|---|---|---|---|---|"
+		printf '%s\n' "${TIME_ROWS[@]}"
+	} >"$OUT_MD"
+}
+
+main() {
+	local start=$SECONDS
+	ensure_gnuplot
+	if [ "${AMQ_BENCH_SKIP_BUILD:-0}" = 1 ]; then
+		log "build: skipped (AMQ_BENCH_SKIP_BUILD=1), using the installed extension"
+	else
+		ensure_packages
+		build_and_install
+	fi
+	start_cluster "max_parallel_workers_per_gather = 0" "jit = off" \
+		"shared_buffers = '1GB'" "statement_timeout = '120s'"
+	load_data
+	bench_fpr
+	bench_times
+	plot
+	write_results
+	stop_cluster
+	echo "bench: done in $((SECONDS - start))s; results in ${OUT_MD#"$AMQ_ROOT"/}"
+}
+
+main "$@"
