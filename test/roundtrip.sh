@@ -108,7 +108,16 @@ INSERT INTO bf VALUES
   (13, 'intersection of two filters', 'int8',
       (SELECT bloom_agg(g::bigint, 5000, 0.01, 'classic') FROM generate_series(1, 3000) g)
       & (SELECT bloom_agg(g::bigint, 5000, 0.01, 'classic') FROM generate_series(2000, 6000) g)),
-  (14, 'NULL', 'text', NULL);
+  (14, 'NULL', 'text', NULL),
+  (15, 'counting, duplicates', 'int8',
+      (SELECT bloom_agg(g % 700, 1000, 0.01, 'counting') FROM generate_series(1, 2000) g)),
+  (16, 'dleft, duplicates', 'int8',
+      (SELECT bloom_agg(g % 700, 1000, 0.01, 'dleft') FROM generate_series(1, 2000) g)),
+  (17, 'dleft after deletes', 'int8',
+      bloom_delete(bloom_delete((SELECT bloom_agg(g::bigint, 100, 0.01, 'dleft')
+                                   FROM generate_series(1, 50) g), 3::bigint), 4::bigint)),
+  (18, 'large counting, 100k values (TOAST)', 'int8',
+      (SELECT bloom_agg(g::bigint, 100000, 0.01, 'counting') FROM generate_series(1, 100000) g));
 
 INSERT INTO cf VALUES
   (1, 'empty', 'int8', cuckoo_empty(1000, 0.01)),
@@ -171,8 +180,10 @@ SELECT 'sizeless bloom filters are layout empty',
 UNION ALL
 SELECT 'sizeless cuckoo filter has no tables', (cuckoo_info(f)).tables = 0 FROM cf WHERE id = 2
 UNION ALL
-SELECT 'both bloom layouts present',
-       count(DISTINCT (bloom_info(f)).layout) FILTER (WHERE (bloom_info(f)).layout <> 'empty') = 2 FROM bf
+SELECT 'all four bloom layouts present',
+       count(DISTINCT (bloom_info(f)).layout) FILTER (WHERE (bloom_info(f)).layout <> 'empty') = 4 FROM bf
+UNION ALL
+SELECT 'large counting filter stored out of line', pg_column_size(f) > 100000 FROM bf WHERE id = 18
 UNION ALL
 SELECT 'grown cuckoo filters have 3+ tables',
        bool_and((cuckoo_info(f)).tables >= 3) FROM cf WHERE id IN (5, 6, 13)
@@ -220,7 +231,7 @@ answers_report_sql() {
 SELECT 'bloom', id,
        CASE WHEN f IS NULL THEN 'NULL'
             WHEN elem = 'int8' THEN
-              (SELECT count(*) FILTER (WHERE f @> p.v) || ' ' ||
+              (SELECT count(*) FILTER (WHERE f @> p.v) || ' ' || sum(bloom_count(f, p.v)) || ' ' ||
                       md5(string_agg(coalesce((f @> p.v)::text, 'null'), ',' ORDER BY p.v))
                  FROM $INT8_PROBES p)
             ELSE
@@ -343,8 +354,8 @@ setup_source() {
 	# large filters found their members.
 	if grep -q '^bloom|7|[1-9][0-9]* ' "$WORK/src.answers" \
 		&& [ "$(grep -c '|NULL|' "$WORK/src.answers")" -eq 3 ] \
-		&& [ "$(wc -l <"$WORK/src.answers")" -eq 27 ]; then
-		pass "fixture: probe report covers all 27 rows"
+		&& [ "$(wc -l <"$WORK/src.answers")" -eq 31 ]; then
+		pass "fixture: probe report covers all 31 rows"
 	else
 		fail "fixture: probe report is incomplete"
 		sed 's/^/      /' "$WORK/src.answers"
