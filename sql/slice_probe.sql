@@ -93,6 +93,22 @@ SELECT (SELECT n FROM blocks WHERE what = 'one probe, slices') <= 6 AS slices_re
        (SELECT n FROM blocks WHERE what = 'scan, auto') * 20 <
          (SELECT n FROM blocks WHERE what = 'scan, slices') AS auto_reads_far_less;
 
+-- a valid cuckoo value of 20,000 one-bucket tables: validating it through
+-- slices would take 40,001 reads, more than reading its 960 kB whole, so a
+-- probe reads it whole even when told to use slices
+INSERT INTO filters
+SELECT 'many tables',
+       NULL,
+       (overlay(cuckoo_empty(1, 0.5)::bytea PLACING '\x204e0000'::bytea FROM 41)
+        || decode(repeat('0100000000000000' || repeat('00', 24 + 16), 19999), 'hex'))::cuckoo;
+SELECT measure('many tables, slices');
+SET amqfilter.probe_read = 'slices';
+SELECT c @> 5::bigint AS has_5 FROM filters WHERE name = 'many tables';
+SELECT pg_stat_force_next_flush();
+UPDATE blocks SET n = n + toast_blocks() WHERE what = 'many tables, slices';
+RESET amqfilter.probe_read;
+SELECT n < 2000 AS read_whole_not_per_table FROM blocks WHERE what = 'many tables, slices';
+
 -- compressed and in-line values take the whole-value path and answer alike
 CREATE TABLE other_storage (name text, b bloom);
 ALTER TABLE other_storage ALTER COLUMN b SET STORAGE extended;

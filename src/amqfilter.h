@@ -76,6 +76,8 @@ typedef struct AmqFormat
 	/* the same validator reading the value through read (amq_read.h) */
 	amq_status	(*open_read) (amq_read_fn read, void *ctx, size_t len,
 							  void *view);
+	/* reads open_read makes, from the (unvalidated) header's counts */
+	uint64		(*open_reads) (const uint8 *header);
 	/* whether a view opened so can be probed through reads */
 	bool		(*probe_reads) (const void *view);
 	/* true for the sizeless empty filter, what aggregates over no rows give */

@@ -435,15 +435,26 @@ slice_begin(AmqFilterCache *cache, const AmqFormat *format,
 	cache->pointer = pointer;
 	cache->len = EXTERNAL_SIZE(*external);
 	cache->slice_reads = 0;
+
+	/* slices cost as much as the whole read after this many (file header) */
+	chunks = (cache->len + TOAST_MAX_CHUNK_SIZE - 1) / TOAST_MAX_CHUNK_SIZE;
+	cache->slice_budget = chunks * AMQ_CHUNK_COST_SLICES;
+
+	/*
+	 * Validating through slices takes a read per table (and per counter
+	 * entry) of a cuckoo filter: when that alone costs more than the whole
+	 * read, which a crafted value of thousands of tables can make it, read
+	 * the value whole instead, where validation reads memory.
+	 */
+	if (cache->len >= format->header_size &&
+		format->open_reads(slice_read(cache, 0, format->header_size)) > cache->slice_budget)
+		return false;
+
 	status = format->open_read(slice_read, cache, cache->len, &cache->view);
 	if (status != AMQ_OK)
 		amq_report_invalid(format, status, AMQ_GATE_STORED, NULL);
 	if (!format->probe_reads(&cache->view))
 		return false;
-
-	/* slices cost as much as the whole read after this many (file header) */
-	chunks = (cache->len + TOAST_MAX_CHUNK_SIZE - 1) / TOAST_MAX_CHUNK_SIZE;
-	cache->slice_budget = chunks * AMQ_CHUNK_COST_SLICES;
 	cache->toastrelid = external->va_toastrelid;
 	cache->valueid = external->va_valueid;
 	cache->sliced = true;

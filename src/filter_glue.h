@@ -127,6 +127,8 @@ static amq_status type##_open_any(const uint8 *buf, size_t len, void *view) \
 { return amq_##type##_open(buf, len, view); } \
 static amq_status type##_open_read_any(amq_read_fn read, void *ctx, size_t len, void *view) \
 { return amq_##type##_open_read(read, ctx, len, view); } \
+static uint64 type##_open_reads_any(const uint8 *header) \
+{ return amq_##type##_open_reads(header); } \
 static bool type##_probe_reads_any(const void *view) \
 { return amq_##type##_probe_reads(view); } \
 static bool type##_is_empty_any(const void *view) \
@@ -138,6 +140,7 @@ const AmqFormat amq_##type##_format = { \
 	.view_size = sizeof(amq_##type##_view), \
 	.open = type##_open_any, \
 	.open_read = type##_open_read_any, \
+	.open_reads = type##_open_reads_any, \
 	.probe_reads = type##_probe_reads_any, \
 	.is_empty = type##_is_empty_any, \
 	.init_empty = amq_##type##_init_empty, \

@@ -1155,6 +1155,15 @@ amq_cuckoo_open_read(amq_read_fn read, void *ctx, size_t len,
 	return AMQ_OK;
 }
 
+uint64_t
+amq_cuckoo_open_reads(const uint8_t *header)
+{
+	uint64_t	counters = header[OFF_VERSION] == AMQ_CUCKOO_VERSION_COUNTERS ?
+		get_u32(header + OFF_COUNTERS) : 0;
+
+	return 1 + 2 * (uint64_t) get_u32(header + OFF_TABLES) + counters;
+}
+
 amq_status
 amq_cuckoo_open(const uint8_t *buf, size_t len, amq_cuckoo_view *view)
 {

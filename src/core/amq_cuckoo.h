@@ -232,6 +232,14 @@ extern amq_status amq_cuckoo_open(const uint8_t *buf, size_t len,
 extern amq_status amq_cuckoo_open_read(amq_read_fn read, void *ctx,
 									   size_t len, amq_cuckoo_view *view);
 
+/*
+ * Reads amq_cuckoo_open_read makes on a value with this header (its first
+ * AMQ_CUCKOO_HEADER_SIZE bytes, not validated yet): the header, two per
+ * table, one per counter entry.  A caller can choose not to validate
+ * through reads when that costs more than reading the value whole.
+ */
+extern uint64_t amq_cuckoo_open_reads(const uint8_t *header);
+
 /* Every cuckoo filter can be probed through reads (for the glue's symmetry with bloom). */
 static inline bool
 amq_cuckoo_probe_reads(const amq_cuckoo_view *view)
