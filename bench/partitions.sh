@@ -166,9 +166,9 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 	echo "$SECTION"
 	echo
 	echo "bench/partitions.sh, $(date -u '+%Y-%m-%d'), PostgreSQL $(run_psql -At -c 'SHOW server_version'),"
-	echo "$(nproc) cores. The machine was shared with other work during the run (load"
-	echo "average $load at its end): compare the ratios, which were measured side by side,"
-	echo "rather than the absolute times."
+	echo "$(nproc) cores, load average $load at the end of the run (a load above the core"
+	echo "count means other work ran alongside): compare the ratios, which were measured"
+	echo "side by side, rather than the absolute times."
 	echo
 	echo "Lookup: $PARTS partitions of $PART_ROWS rows, no index on customer_id, one"
 	echo "filter per partition at p = 0.001 ($filter_bytes bytes in all, built in"
