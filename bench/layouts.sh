@@ -212,12 +212,7 @@ write_results() {
 main() {
 	local start=$SECONDS
 	ensure_gnuplot
-	if [ "${AMQ_BENCH_SKIP_BUILD:-0}" = 1 ]; then
-		log "build: skipped (AMQ_BENCH_SKIP_BUILD=1), using the installed extension"
-	else
-		ensure_packages
-		build_and_install
-	fi
+	bench_build_and_install
 	start_cluster "max_parallel_workers_per_gather = 0" "jit = off" \
 		"shared_buffers = '1GB'" "statement_timeout = '120s'"
 	load_data

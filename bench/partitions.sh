@@ -69,8 +69,7 @@ copy_ms() {
 }
 
 start=$SECONDS
-ensure_packages
-[ "${AMQ_BENCH_SKIP_BUILD:-}" = 1 ] || build_and_install >/dev/null
+bench_build_and_install
 start_cluster "jit = off" "statement_timeout = '${TIMEOUT_S}s'" \
 	"shared_buffers = '512MB'" "checkpoint_timeout = '1h'"
 

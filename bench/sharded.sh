@@ -243,12 +243,7 @@ write_results() {
 
 main() {
 	local start=$SECONDS pids=() pid
-	if [ "${AMQ_BENCH_SKIP_BUILD:-0}" = 1 ]; then
-		log "build: skipped (AMQ_BENCH_SKIP_BUILD=1), using the installed extension"
-	else
-		ensure_packages
-		build_and_install
-	fi
+	bench_build_and_install
 	start_cluster "${SETTINGS[@]}"
 	SHARDS+=("$PGHOST $PGPORT")
 	start_cluster "${SETTINGS[@]}"

@@ -145,19 +145,11 @@ probe_args(FunctionCallInfo fcinfo, int filter_arg, int value_arg,
 		   amq_cuckoo_view *view, uint64 *hash, amq_read_fn *read,
 		   AmqFilterCache **filter)
 {
-	AmqHasher  *hasher;
-
 	*filter = &amq_call_cache(fcinfo)->filter[0];
 	*read = amq_filter_probe_arg(fcinfo, filter_arg, *filter,
 								 &amq_cuckoo_format, view);
-	/* look the type up even for an empty filter: errors must not depend on data */
-	hasher = amq_hasher_get(fcinfo, value_arg);
-	if (view->family == 0)
-		return false;
-	amq_check_family(hasher, view->family, "cuckoo filter");
-	*hash = amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg), view->seed,
-						   view->family);
-	return true;
+	return amq_probe_hash(fcinfo, value_arg, view->family, view->seed,
+						  "cuckoo filter", hash);
 }
 
 /* Membership test shared by @> and <@; strict, so a NULL value gives NULL. */

@@ -90,6 +90,8 @@ extern uint64 amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed,
 							 uint32 family);
 extern void amq_check_family(const AmqHasher *hasher, uint32 family,
 							 const char *typname);
+extern bool amq_probe_hash(FunctionCallInfo fcinfo, int value_arg, uint32 family,
+						   uint64 seed, const char *typname, uint64 *hash);
 extern text *amq_family_identity(FunctionCallInfo fcinfo, uint32 family);
 
 /*

@@ -738,3 +738,22 @@ amq_family_identity(FunctionCallInfo fcinfo, uint32 family)
 	return cstring_to_text(psprintf("unknown (id %08x): a composite type, or one this database lacks",
 									family));
 }
+
+/*
+ * The hash of argument value_arg for a probe of a filter bound to family
+ * with seed; false, with no hash, for a filter that holds nothing (family
+ * 0).  The value's type is looked up even then: errors must not depend on
+ * what a filter holds.  A value of another type is an error.
+ */
+bool
+amq_probe_hash(FunctionCallInfo fcinfo, int value_arg, uint32 family,
+			   uint64 seed, const char *typname, uint64 *hash)
+{
+	AmqHasher  *hasher = amq_hasher_get(fcinfo, value_arg);
+
+	if (family == 0)
+		return false;
+	amq_check_family(hasher, family, typname);
+	*hash = amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg), seed, family);
+	return true;
+}
