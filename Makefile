@@ -4,6 +4,7 @@
 #   make install         install it into $(PG_CONFIG)'s PostgreSQL
 #   make unittest        build and run the core unit tests (no PostgreSQL)
 #   make installcheck    pg_regress against a running server
+#   make micro-bench     the cores' cost per hash, without PostgreSQL
 #
 # PG_CONFIG selects the PostgreSQL to build against.
 
@@ -31,7 +32,7 @@ REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 UNIT_TESTS = $(patsubst %.c,%,$(wildcard test/test_*.c))
-EXTRA_CLEAN = $(UNIT_TESTS) $(UNIT_TESTS:=_asan)
+EXTRA_CLEAN = $(UNIT_TESTS) $(UNIT_TESTS:=_asan) bench/micro
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -66,6 +67,15 @@ unittest: core-purity $(UNIT_TESTS)
 
 unittest-asan: core-purity $(UNIT_TESTS:=_asan)
 	@set -e; for t in $(UNIT_TESTS:=_asan); do ./$$t; done
+
+# micro-bench: the cores' cost per added and probed hash next to the
+# machine's memory floor (bench/micro.c); MICRO_N and MICRO_P size it.
+.PHONY: micro-bench
+bench/micro: bench/micro.c $(CORE_SRCS) $(CORE_HEADERS)
+	$(CC) $(CORE_TEST_CFLAGS) -o $@ $< $(CORE_SRCS) -lm
+
+micro-bench: core-purity bench/micro
+	./bench/micro
 
 # ---------------------------------------------------------------------------
 # fuzz: libFuzzer harnesses of the core (test/fuzz/), built with clang from the

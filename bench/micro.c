@@ -1,0 +1,261 @@
+/*
+ * micro.c
+ *		Micro-benchmark of the filter cores, without PostgreSQL: nanoseconds
+ *		per added and per probed hash for every bloom layout and the cuckoo
+ *		filter, next to two floors measured in the same run on an array of
+ *		the same size: the memory floor (one prefetched write, or one read,
+ *		of a random cache line per hash) and the loop floor (the hashes
+ *		read and summed).  What a layout costs above its memory floor is
+ *		its own work; what the floor costs is the machine's.
+ *
+ *		make micro-bench [MICRO_N=10000000] [MICRO_P=0.01]
+ *
+ * Hashes are splitmix64 of 1..n (adds, then probes of present keys) and of
+ * n+1..2n (probes of absent keys), added 256 at a time as the aggregates
+ * do.  Each figure is the median of 5 runs.
+ */
+#define _POSIX_C_SOURCE 199309L
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "amq_bloom.h"
+#include "amq_bytes.h"
+#include "amq_cuckoo.h"
+
+#define BATCH 256
+#define RUNS 5
+
+static uint64_t
+splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static double
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+static double
+median(double *v)
+{
+	qsort(v, RUNS, sizeof(double), cmp_double);
+	return v[RUNS / 2];
+}
+
+static uint64_t *adds;
+static uint64_t *probes;
+static uint64_t n;
+static volatile uint64_t sink;
+
+static void *
+xmalloc(size_t bytes)
+{
+	void	   *p = malloc(bytes);
+
+	if (p == NULL)
+	{
+		fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
+		exit(1);
+	}
+	return p;
+}
+
+/* The floors over an array of the given bytes: adds (writes) and probes (reads). */
+static void
+floors(size_t bytes, double *add_ns, double *probe_ns, double *loop_ns)
+{
+	uint8_t    *a = xmalloc(bytes);
+	uint64_t	lines = bytes / 64;
+	double		t_add[RUNS], t_probe[RUNS], t_loop[RUNS];
+	int			r;
+
+	memset(a, 0, bytes);
+	for (r = 0; r < RUNS; r++)
+	{
+		double		t0 = now_ns();
+		uint64_t	i, s = 0;
+
+		for (i = 0; i < n; i++)
+		{
+			if (i + 8 < n)
+				__builtin_prefetch(a + fastrange64(adds[i + 8], lines) * 64, 1);
+			a[fastrange64(adds[i], lines) * 64 + (adds[i] & 63)] |= 1;
+		}
+		t_add[r] = (now_ns() - t0) / n;
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			s += a[fastrange64(probes[i], lines) * 64 + (probes[i] & 63)];
+		t_probe[r] = (now_ns() - t0) / n;
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			s += probes[i] >> 63;
+		t_loop[r] = (now_ns() - t0) / n;
+		sink += s;
+	}
+	*add_ns = median(t_add);
+	*probe_ns = median(t_probe);
+	*loop_ns = median(t_loop);
+	free(a);
+}
+
+static void
+report(const char *name, size_t bytes, double add, double present,
+	   double absent)
+{
+	double		fadd, fprobe, floop;
+
+	floors(bytes, &fadd, &fprobe, &floop);
+	printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
+		   name, bytes / 1048576.0, add, fadd, present, absent, fprobe, floop);
+}
+
+static void
+bench_bloom(const char *name, int layout, double p)
+{
+	amq_bloom_params params;
+	double		t_add[RUNS], t_present[RUNS], t_probe[RUNS];
+	uint8_t    *buf = NULL;
+	amq_bloom_view view;
+	int			r;
+
+	if (amq_bloom_size(n, p, layout, &params) != AMQ_OK)
+	{
+		printf("| %s | (too large) |\n", name);
+		return;
+	}
+	for (r = 0; r < RUNS; r++)
+	{
+		double		t0;
+		uint64_t	i, hits = 0;
+
+		free(buf);
+		buf = xmalloc(params.bytes);
+		amq_bloom_init(buf, &params, n, p, 0);
+		if (amq_bloom_open(buf, params.bytes, &view) != AMQ_OK)
+			abort();
+		t0 = now_ns();
+		for (i = 0; i < n; i += BATCH)
+			if (amq_bloom_add_many(&view, adds + i, n - i < BATCH ? n - i : BATCH, 1) != AMQ_OK)
+				abort();
+		t_add[r] = (now_ns() - t0) / n;
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			hits += amq_bloom_may_contain(&view, adds[i]);
+		t_present[r] = (now_ns() - t0) / n;
+		if (hits != n)
+		{
+			fprintf(stderr, "%s: a false negative\n", name);
+			exit(1);
+		}
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			hits += amq_bloom_may_contain(&view, probes[i]);
+		t_probe[r] = (now_ns() - t0) / n;
+		sink += hits;
+	}
+	free(buf);
+	report(name, params.bytes, median(t_add), median(t_present), median(t_probe));
+}
+
+static void
+bench_cuckoo(double p)
+{
+	amq_cuckoo_params params;
+	double		t_add[RUNS], t_present[RUNS], t_probe[RUNS];
+	uint8_t    *buf = NULL;
+	amq_cuckoo_view view;
+	int			r;
+
+	if (amq_cuckoo_size(n, p, &params) != AMQ_OK)
+		abort();
+	for (r = 0; r < RUNS; r++)
+	{
+		double		t0;
+		uint64_t	i, hits = 0;
+
+		free(buf);
+		buf = xmalloc(params.bytes);
+		amq_cuckoo_init(buf, &params, n, p, 0);
+		if (amq_cuckoo_open(buf, params.bytes, &view) != AMQ_OK)
+			abort();
+		t0 = now_ns();
+		for (i = 0; i < n; i += BATCH)
+		{
+			size_t		done;
+			size_t		count = n - i < BATCH ? n - i : BATCH;
+
+			if (amq_cuckoo_add_many(&view, adds + i, count, 1, &done) != AMQ_OK)
+			{
+				fprintf(stderr, "cuckoo: full after %llu adds\n",
+						(unsigned long long) (i + done));
+				exit(1);
+			}
+		}
+		t_add[r] = (now_ns() - t0) / n;
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			hits += amq_cuckoo_may_contain(&view, adds[i]);
+		t_present[r] = (now_ns() - t0) / n;
+		if (hits != n)
+		{
+			fprintf(stderr, "cuckoo: a false negative\n");
+			exit(1);
+		}
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			hits += amq_cuckoo_may_contain(&view, probes[i]);
+		t_probe[r] = (now_ns() - t0) / n;
+		sink += hits;
+	}
+	free(buf);
+	report("cuckoo", params.bytes, median(t_add), median(t_present), median(t_probe));
+}
+
+int
+main(void)
+{
+	const char *env_n = getenv("MICRO_N");
+	const char *env_p = getenv("MICRO_P");
+	double		p = env_p ? atof(env_p) : 0.01;
+	uint64_t	i;
+
+	n = env_n ? strtoull(env_n, NULL, 10) : 10000000;
+	adds = xmalloc(n * sizeof(uint64_t));
+	probes = xmalloc(n * sizeof(uint64_t));
+	for (i = 0; i < n; i++)
+	{
+		adds[i] = splitmix64(i + 1);
+		probes[i] = splitmix64(n + i + 1);
+	}
+	printf("n = %llu, p = %g; ns per hash, median of %d runs\n\n",
+		   (unsigned long long) n, p, RUNS);
+	printf("| filter | MB | add | add floor | probe, present | probe, absent | probe floor | loop floor |\n");
+	printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+	bench_bloom("bloom blocked", AMQ_BLOOM_LAYOUT_BLOCKED, p);
+	bench_bloom("bloom classic", AMQ_BLOOM_LAYOUT_CLASSIC, p);
+	bench_bloom("bloom counting", AMQ_BLOOM_LAYOUT_COUNTING, p);
+	bench_bloom("bloom dleft", AMQ_BLOOM_LAYOUT_DLEFT, p);
+	bench_cuckoo(p);
+	return (int) (sink & 0);
+}
