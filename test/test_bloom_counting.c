@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "amq_bloom.h"
+#include "amq_bloom_layout.h"
 #include "amq_status.h"
 #include "bloom_fixture.h"
 #include "harness.h"
@@ -700,6 +701,99 @@ test_dleft_known_cell(void)
 	filter_free(&f);
 }
 
+/*
+ * The d-left arithmetic modulo N, (a * b) mod N through N's reciprocal and
+ * the permutations P_t through their multipliers' fractions, against a
+ * reference that only adds and doubles (every intermediate below
+ * 2N < 2^63), for geometries across the format's range: N = B * 2^r with
+ * B = 1, small, large, prime-ish and of every magnitude, r = 1..32.
+ */
+static uint64_t
+mulmod_reference(uint64_t a, uint64_t b, uint64_t n)
+{
+	uint64_t	r = 0;
+
+	a %= n;
+	while (b)
+	{
+		if (b & 1)
+		{
+			r += a;
+			if (r >= n)
+				r -= n;
+		}
+		a += a;
+		if (a >= n)
+			a -= n;
+		b >>= 1;
+	}
+	return r;
+}
+
+static void
+test_dleft_mulmod(void)
+{
+	uint64_t	rng = UINT64_C(0x243f6a8885a308d3);
+	uint64_t	checked = 0;
+	uint32_t	r;
+
+	for (r = 1; r <= AMQ_BLOOM_DLEFT_MAX_FP; r++)
+	{
+		int			i;
+
+		for (i = 0; i < 200; i++)
+		{
+			uint64_t	max_b = (UINT64_C(1) << (62 - r)) - 1;
+			uint64_t	b;
+			amq_dleft_consts c;
+			int			k;
+
+			uint64_t	draw = splitmix64(&rng);
+
+			if (i == 0)
+				b = 1;
+			else if (i == 1)
+				b = max_b;
+			else
+				/* every magnitude: a random number of low bits */
+				b = (draw >> (draw & 63)) % max_b + 1;
+			amq_dleft_consts_init(&c, b, r);
+			CHECK(c.n == b << r);
+			for (k = 0; k < 4; k++)
+				CHECK(c.mult[k] < c.n);
+			for (k = 0; k < 50; k++)
+			{
+				uint64_t	x,
+							y;
+
+				x = k == 0 ? c.n - 1 : splitmix64(&rng) % c.n;
+				y = k == 0 ? c.n - 1 : (k == 1 ? 0 : splitmix64(&rng) % c.n);
+				if (amq_dleft_mulmod(&c, x, y) != mulmod_reference(x, y, c.n))
+				{
+					diag("N = %llu: %llu * %llu mod N = %llu, want %llu",
+						 (unsigned long long) c.n, (unsigned long long) x,
+						 (unsigned long long) y,
+						 (unsigned long long) amq_dleft_mulmod(&c, x, y),
+						 (unsigned long long) mulmod_reference(x, y, c.n));
+					CHECK(false);
+					return;
+				}
+				if (amq_dleft_permute(&c, k % 4, x) != mulmod_reference(c.mult[k % 4], x, c.n))
+				{
+					diag("N = %llu: P_%d(%llu) = %llu, want %llu",
+						 (unsigned long long) c.n, k % 4, (unsigned long long) x,
+						 (unsigned long long) amq_dleft_permute(&c, k % 4, x),
+						 (unsigned long long) mulmod_reference(c.mult[k % 4], x, c.n));
+					CHECK(false);
+					return;
+				}
+				checked++;
+			}
+		}
+	}
+	CHECK(checked == (uint64_t) AMQ_BLOOM_DLEFT_MAX_FP * 200 * 50);
+}
+
 /* ----------------------------------------------------------------
  * Driver.
  * ----------------------------------------------------------------
@@ -716,6 +810,7 @@ static const amq_test tests[] = {
 	{"merge counts", test_merge_counts},
 	{"validator", test_validator},
 	{"dleft known cell", test_dleft_known_cell},
+	{"dleft mulmod", test_dleft_mulmod},
 };
 
 int

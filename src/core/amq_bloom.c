@@ -594,6 +594,10 @@ amq_bloom_open_header(const uint8_t *header, size_t len, amq_bloom_view *view)
 		nbits / AMQ_BLOOM_COUNTER_BITS :
 		buckets * AMQ_BLOOM_DLEFT_TABLES * AMQ_BLOOM_DLEFT_CELLS;
 	view->buckets = buckets;
+	if (layout == AMQ_BLOOM_LAYOUT_DLEFT)
+		amq_dleft_consts_init(&view->dleft, buckets, hashes);
+	else
+		memset(&view->dleft, 0, sizeof(view->dleft));
 	view->capacity = capacity;
 	view->target_fpr = target_fpr;
 	view->inserted = inserted;
@@ -804,19 +808,12 @@ amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes, size_t count,
 		return AMQ_OK;
 	if (view->layout == AMQ_BLOOM_LAYOUT_DLEFT)
 	{
-		/* its buckets depend on the loads: store one by one, stop when full */
-		for (i = 0; i < count; i++)
-		{
-			amq_status	status = amq_dleft_add(view, hashes[i]);
+		/* its buckets depend on the loads: stored in order, up to a full one */
+		size_t		done;
+		amq_status	status = amq_dleft_add_many(view, hashes, count, &done);
 
-			if (status != AMQ_OK)
-			{
-				count_added(view, i, family);
-				return status;
-			}
-		}
-		count_added(view, count, family);
-		return AMQ_OK;
+		count_added(view, done, family);
+		return status;
 	}
 	for (i = 0; i < count && i < ADD_PREFETCH_DISTANCE; i++)
 		prefetch_key(view, hashes[i]);

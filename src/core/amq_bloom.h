@@ -84,6 +84,22 @@ typedef struct amq_bloom_params
 	double		expected_fpr;	/* model false-positive rate at n keys, <= p */
 } amq_bloom_params;
 
+/*
+ * What every d-left operation needs and only the geometry decides: N, each
+ * sub-table's multiplier a_t mod N, and the constants that reduce a product
+ * modulo N without a division instruction (see amq_bloom_dleft.c).  The
+ * validator derives them.
+ */
+typedef struct amq_dleft_consts
+{
+	uint64_t	n;				/* N = B * 2^r */
+	uint64_t	mult[AMQ_BLOOM_DLEFT_TABLES];	/* a_t mod N */
+	uint64_t	mult_frac[AMQ_BLOOM_DLEFT_TABLES];	/* floor(mult * 2^64 / N) */
+	uint64_t	norm;			/* N << shift: its top bit set */
+	uint64_t	recip;			/* floor((2^128 - 1) / norm) - 2^64 */
+	unsigned	shift;
+} amq_dleft_consts;
+
 /* Decoded header plus pointers into the buffer it was decoded from. */
 typedef struct amq_bloom_view
 {
@@ -101,6 +117,7 @@ typedef struct amq_bloom_view
 	uint64_t	capacity;		/* n the filter was sized for */
 	double		target_fpr;		/* p the filter was sized for */
 	uint64_t	inserted;		/* additions, duplicates included (saturating) */
+	amq_dleft_consts dleft;		/* dleft only */
 } amq_bloom_view;
 
 /* Fill-derived statistics, for bloom_info(). */

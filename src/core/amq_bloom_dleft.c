@@ -27,6 +27,14 @@
  * It also lets union and intersection recover v from a cell (by the inverse
  * of a_t mod N) and so merge filters whose keys sit in different sub-tables.
  *
+ * The arithmetic modulo N is done without division instructions: the
+ * validator derives, once per opened filter, each a_t mod N, Shoup's
+ * fraction floor(a_t 2^64 / N) for P_t, and N's reciprocal for the other
+ * products a merge needs (amq_dleft_consts).  A bucket's 8 cells are read in
+ * one pass as 8-byte words, shifted and masked.  Adding many keys locates
+ * each a few keys ahead and requests its d buckets, so that their cache
+ * misses overlap.
+ *
  * Insertion first looks for the key's cell in all d buckets and increments
  * its counter; otherwise it takes an empty cell in the least loaded of its d
  * buckets, the leftmost sub-table on ties (d-left hashing).  Probing and
@@ -74,16 +82,44 @@ static const uint64_t perm_mult[TABLES] = {
 	UINT64_C(0x71eb725cd96e18bf),
 };
 
-/* (a * b) mod n for a, b < n < 2^62. */
+/*
+ * (a * b) mod N for a, b < N < 2^62, without a division instruction: the
+ * 128-bit product is divided by N through N's precomputed reciprocal
+ * (Moeller and Granlund, "Improved division by invariant integers", IEEE
+ * Transactions on Computers 60(2), 2011, algorithm 4, on N shifted until
+ * its top bit is set).  Three multiplications instead of a 128-by-64-bit
+ * division: an operation does four of these, one per sub-table.
+ */
 static inline uint64_t
-mulmod(uint64_t a, uint64_t b, uint64_t n)
+mulmod(const amq_dleft_consts *c, uint64_t a, uint64_t b)
 {
 #ifdef __SIZEOF_INT128__
-	return (uint64_t) (((amq_uint128) a * b) % n);
+	amq_uint128 x = (amq_uint128) a * b;
+	uint64_t	u1 = (uint64_t) (x >> 64);
+	uint64_t	u0 = (uint64_t) x;
+	amq_uint128 q;
+	uint64_t	q0;
+	uint64_t	r;
+
+	if (c->shift != 0)
+	{
+		u1 = (u1 << c->shift) | (u0 >> (64 - c->shift));
+		u0 <<= c->shift;
+	}
+	/* a * b < N * 2^64, so u1 < norm: the quotient fits one word */
+	q = (amq_uint128) c->recip * u1 + (((amq_uint128) (u1 + 1) << 64) | u0);
+	q0 = (uint64_t) q;
+	r = u0 - (uint64_t) (q >> 64) * c->norm;
+	if (r > q0)
+		r += c->norm;
+	if (r >= c->norm)
+		r -= c->norm;
+	return r >> c->shift;
 #else
+	uint64_t	n = c->n;
 	uint64_t	r = 0;
 
-	/* double and add: every intermediate stays below 2n < 2^63 */
+	/* double and add: every intermediate stays below 2N < 2^63 */
 	while (b)
 	{
 		if (b & 1)
@@ -98,6 +134,63 @@ mulmod(uint64_t a, uint64_t b, uint64_t n)
 		b >>= 1;
 	}
 	return r;
+#endif
+}
+
+uint64_t
+amq_dleft_mulmod(const amq_dleft_consts *c, uint64_t a, uint64_t b)
+{
+	return mulmod(c, a, b);
+}
+
+/*
+ * P_t(v) = a_t * v mod N for v < N, the multiplier being fixed: with
+ * mult_frac = floor(a_t 2^64 / N) precomputed, q = floor(mult_frac v / 2^64)
+ * is the quotient or one less (Shoup's multiplication by a constant), so
+ * a_t v - q N, computed modulo 2^64, lies in [0, 2N) (N < 2^62) and one
+ * subtraction finishes.  Two multiplications and a high product.
+ */
+static inline uint64_t
+permute(const amq_dleft_consts *c, int t, uint64_t v)
+{
+#ifdef __SIZEOF_INT128__
+	uint64_t	q = (uint64_t) (((amq_uint128) c->mult_frac[t] * v) >> 64);
+	uint64_t	r = c->mult[t] * v - q * c->n;
+
+	return r >= c->n ? r - c->n : r;
+#else
+	return mulmod(c, c->mult[t], v);
+#endif
+}
+
+uint64_t
+amq_dleft_permute(const amq_dleft_consts *c, int t, uint64_t v)
+{
+	return permute(c, t, v);
+}
+
+/* The constants of a geometry (B >= 1, r in range, N < 2^62: validated). */
+void
+amq_dleft_consts_init(amq_dleft_consts *c, uint64_t buckets, uint32_t fp_bits)
+{
+	int			t;
+
+	c->n = buckets << fp_bits;
+	for (t = 0; t < TABLES; t++)
+		c->mult[t] = perm_mult[t] % c->n;
+#ifdef __SIZEOF_INT128__
+	for (t = 0; t < TABLES; t++)
+		c->mult_frac[t] = (uint64_t) (((amq_uint128) c->mult[t] << 64) / c->n);
+	c->shift = (unsigned) __builtin_clzll(c->n);
+	c->norm = c->n << c->shift;
+	/* floor((2^128 - 1) / norm) lies in [2^64, 2^65): keep the low word */
+	c->recip = (uint64_t) (~(amq_uint128) 0 / c->norm);
+#else
+	for (t = 0; t < TABLES; t++)
+		c->mult_frac[t] = 0;
+	c->shift = 0;
+	c->norm = c->n;
+	c->recip = 0;
 #endif
 }
 
@@ -124,29 +217,35 @@ invmod(uint64_t a, uint64_t n)
 	return t < 0 ? (uint64_t) (t + (int64_t) n) : (uint64_t) t;
 }
 
-/* The geometry of an opened view, with the per-table multipliers mod N. */
+/*
+ * Bytes a bucket's decoding may read: cell 7 starts in byte (7 w) >> 3 and
+ * is read as 8 bytes from there; w <= AMQ_BLOOM_DLEFT_MAX_FP + 2.
+ */
+#define BUCKET_READ_BYTES	((7 * (AMQ_BLOOM_DLEFT_MAX_FP + 2)) / 8 + 8)
+
+/* The geometry of an opened view. */
 typedef struct dleft
 {
 	uint8_t    *bits;
+	const uint8_t *direct_end;	/* buckets starting before this decode in place */
 	uint64_t	buckets;		/* B */
 	unsigned	r;				/* fingerprint bits */
 	unsigned	width;			/* cell bits = bucket bytes = r + 2 */
-	uint64_t	n;				/* N = B * 2^r */
-	uint64_t	mult[TABLES];	/* a_t mod N */
+	const amq_dleft_consts *c;	/* N, a_t mod N, N's reciprocal */
 } dleft;
 
 static void
 dleft_begin(dleft *g, const amq_bloom_view *view)
 {
-	int			t;
+	uint64_t	bytes = view->nbits / 8;
 
 	g->bits = view->bits;
+	g->direct_end = bytes >= BUCKET_READ_BYTES ?
+		view->bits + (bytes - BUCKET_READ_BYTES) : view->bits;
 	g->buckets = view->buckets;
 	g->r = view->hashes;
 	g->width = g->r + 2;
-	g->n = view->buckets << g->r;
-	for (t = 0; t < TABLES; t++)
-		g->mult[t] = perm_mult[t] % g->n;
+	g->c = &view->dleft;
 }
 
 /* Where a key (by its v) lives in each sub-table. */
@@ -156,7 +255,7 @@ typedef struct dleft_key
 	uint64_t	fp[TABLES];
 } dleft_key;
 
-static void
+static inline void
 locate_v(const dleft *g, uint64_t v, dleft_key *key)
 {
 	uint64_t	mask = (UINT64_C(1) << g->r) - 1;
@@ -164,26 +263,117 @@ locate_v(const dleft *g, uint64_t v, dleft_key *key)
 
 	for (t = 0; t < TABLES; t++)
 	{
-		uint64_t	x = mulmod(g->mult[t], v, g->n);
+		uint64_t	x = permute(g->c, t, v);
 
 		key->bucket[t] = g->bits + ((uint64_t) t * g->buckets + (x >> g->r)) * g->width;
 		key->fp[t] = x & mask;
 	}
 }
 
-/* The cell (counter and fingerprint) j of a bucket. */
+static inline void
+locate(const dleft *g, uint64_t hash, dleft_key *key)
+{
+	locate_v(g, fastrange64(hash, g->c->n), key);
+}
+
+/*
+ * A bucket's bytes where its cells can be read as 8-byte words: in place,
+ * or, near the end of the array where such a read would run past it, a
+ * padded copy in pad.
+ */
+static inline const uint8_t *
+readable_bucket(const dleft *g, const uint8_t *bucket,
+				uint8_t pad[BUCKET_READ_BYTES])
+{
+	if (bucket < g->direct_end)
+		return bucket;
+	memset(pad, 0, BUCKET_READ_BYTES);
+	memcpy(pad, bucket, g->width);
+	return pad;
+}
+
+/* Cell j (counter and fingerprint) of readable bucket bytes. */
+static inline uint64_t
+cell_at(const dleft *g, const uint8_t *bytes, unsigned j)
+{
+	unsigned	bit = j * g->width;
+
+	return (load_le64(bytes + (bit >> 3)) >> (bit & 7)) &
+		((UINT64_C(1) << g->width) - 1);
+}
+
+/*
+ * One pass over a bucket's 8 cells: bit j of *used is set when cell j is
+ * used, of *match when it is used and holds fp (a bucket has at most one
+ * such cell: a key has at most one cell).  Without branches: whether a cell
+ * is used or matches is as unpredictable as the keys.
+ */
+static inline void
+scan_bucket(const dleft *g, const uint8_t *bucket, uint64_t fp,
+			unsigned *used, unsigned *match)
+{
+	uint8_t		pad[BUCKET_READ_BYTES];
+	const uint8_t *bytes = readable_bucket(g, bucket, pad);
+	uint64_t	want = fp << 2;
+	unsigned	u = 0;
+	unsigned	m = 0;
+	int			j;
+
+	/* from the last cell down, so that each mask shifts by a constant */
+#if defined(__GNUC__)
+#pragma GCC unroll 8
+#endif
+	for (j = CELLS - 1; j >= 0; j--)
+	{
+		uint64_t	cell = cell_at(g, bytes, (unsigned) j);
+		unsigned	in_use = (cell & 3) != 0;
+
+		u = (u << 1) | in_use;
+		/* the fingerprint bits are equal when only the counter bits differ */
+		m = (m << 1) | (in_use & ((cell ^ want) < 4));
+	}
+	*used = u;
+	*match = m;
+}
+
+/* Cell j of a bucket. */
 static inline uint64_t
 get_cell(const dleft *g, const uint8_t *bucket, unsigned j)
 {
-	unsigned	bit = j * g->width;
-	unsigned	first = bit >> 3;
-	unsigned	nbytes = ((bit & 7) + g->width + 7) >> 3;
-	uint64_t	w = 0;
-	unsigned	i;
+	uint8_t		pad[BUCKET_READ_BYTES];
 
-	for (i = 0; i < nbytes; i++)
-		w |= (uint64_t) bucket[first + i] << (8 * i);
-	return (w >> (bit & 7)) & ((UINT64_C(1) << g->width) - 1);
+	return cell_at(g, readable_bucket(g, bucket, pad), j);
+}
+
+/* The lowest set bit's index of a nonzero mask of CELLS bits. */
+static inline unsigned
+lowest_cell(unsigned mask)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	return (unsigned) __builtin_ctz(mask);
+#else
+	unsigned	j = 0;
+
+	while (!(mask & 1))
+	{
+		mask >>= 1;
+		j++;
+	}
+	return j;
+#endif
+}
+
+/*
+ * The number of set bits of a mask of CELLS (8) bits, by halves: without
+ * a popcount instruction in the baseline x86-64 target, __builtin_popcount
+ * would be a library call.
+ */
+static inline unsigned
+count_cells(unsigned mask)
+{
+	mask = (mask & 0x55) + ((mask >> 1) & 0x55);
+	mask = (mask & 0x33) + ((mask >> 2) & 0x33);
+	return (mask & 0x0F) + (mask >> 4);
 }
 
 static inline void
@@ -197,6 +387,13 @@ set_cell(const dleft *g, uint8_t *bucket, unsigned j, uint64_t cell)
 	uint64_t	w = 0;
 	unsigned	i;
 
+	if (bucket < g->direct_end)
+	{
+		/* the 8 bytes from the cell's first lie inside the array */
+		w = load_le64(bucket + first);
+		store_le64(bucket + first, (w & ~mask) | (cell << shift));
+		return;
+	}
 	for (i = 0; i < nbytes; i++)
 		w |= (uint64_t) bucket[first + i] << (8 * i);
 	w = (w & ~mask) | (cell << shift);
@@ -210,77 +407,99 @@ make_cell(uint64_t fp, unsigned counter)
 	return (fp << 2) | counter;
 }
 
-/* The key's cell: sets *bucket and *cell index, false if it has none. */
-static bool
-find_cell(const dleft *g, const dleft_key *key, uint8_t **bucket, unsigned *j)
+/* Hints the cache lines of a located key's buckets. */
+static inline void
+prefetch_located(const dleft *g, const dleft_key *key)
 {
+#if defined(__GNUC__) || defined(__clang__)
 	int			t;
-	unsigned	c;
 
 	for (t = 0; t < TABLES; t++)
-		for (c = 0; c < CELLS; c++)
-		{
-			uint64_t	cell = get_cell(g, key->bucket[t], c);
+	{
+		__builtin_prefetch(key->bucket[t], 1);
+		__builtin_prefetch(key->bucket[t] + g->width - 1, 1);
+	}
+#else
+	(void) g;
+	(void) key;
+#endif
+}
 
-			if ((cell & 3) != 0 && (cell >> 2) == key->fp[t])
-			{
-				*bucket = key->bucket[t];
-				*j = c;
-				return true;
-			}
+/*
+ * The key's cell: sets *bucket, *j and *cell, false if it has none.  Stops
+ * at the first sub-table that has it.
+ */
+static bool
+find_cell(const dleft *g, const dleft_key *key, uint8_t **bucket, unsigned *j,
+		  uint64_t *cell)
+{
+	int			t;
+
+	/* an absent key reads all d buckets: request them together */
+	prefetch_located(g, key);
+	for (t = 0; t < TABLES; t++)
+	{
+		unsigned	used;
+		unsigned	match;
+
+		scan_bucket(g, key->bucket[t], key->fp[t], &used, &match);
+		if (match != 0)
+		{
+			*bucket = key->bucket[t];
+			*j = lowest_cell(match);
+			*cell = get_cell(g, *bucket, *j);
+			return true;
 		}
+	}
 	return false;
 }
 
 /*
  * Adds count (1..3) copies of a located key: to its cell, or to an empty
  * cell of its least loaded bucket, leftmost first.  AMQ_FULL if it has no
- * cell and all d buckets are full; nothing changes then.
+ * cell and all d buckets are full; nothing changes then.  Each bucket is
+ * decoded once for both questions.
  */
 static amq_status
 add_located(const dleft *g, const dleft_key *key, unsigned count)
 {
-	uint8_t    *bucket;
-	unsigned	j;
+	unsigned	used[TABLES];
 	int			best = -1;
 	unsigned	best_load = CELLS;
-	unsigned	best_free = 0;
 	int			t;
 
-	if (find_cell(g, key, &bucket, &j))
+	for (t = 0; t < TABLES; t++)
 	{
-		uint64_t	cell = get_cell(g, bucket, j);
-		unsigned	c = (unsigned) (cell & 3);
+		unsigned	match;
 
-		if (c < DMAX)
-			set_cell(g, bucket, j, (cell & ~UINT64_C(3)) |
-					 (c + count > DMAX ? DMAX : c + count));
-		return AMQ_OK;
+		scan_bucket(g, key->bucket[t], key->fp[t], &used[t], &match);
+		if (match != 0)
+		{
+			unsigned	c = lowest_cell(match);
+			uint64_t	cell = get_cell(g, key->bucket[t], c);
+			unsigned	n = (unsigned) (cell & 3);
+
+			if (n < DMAX)
+				set_cell(g, key->bucket[t], c, (cell & ~UINT64_C(3)) |
+						 (n + count > DMAX ? DMAX : n + count));
+			return AMQ_OK;
+		}
 	}
 
 	for (t = 0; t < TABLES; t++)
 	{
-		unsigned	load = 0;
-		unsigned	free_cell = 0;
-		unsigned	c;
+		unsigned	load = count_cells(used[t]);
 
-		for (c = CELLS; c-- > 0;)
-		{
-			if ((get_cell(g, key->bucket[t], c) & 3) != 0)
-				load++;
-			else
-				free_cell = c;
-		}
 		if (load < best_load)
 		{
 			best = t;
 			best_load = load;
-			best_free = free_cell;
 		}
 	}
 	if (best < 0)
 		return AMQ_FULL;
-	set_cell(g, key->bucket[best], best_free,
+	/* the lowest empty cell */
+	set_cell(g, key->bucket[best], lowest_cell(~used[best] & ((1u << CELLS) - 1)),
 			 make_cell(key->fp[best], count > DMAX ? DMAX : count));
 	return AMQ_OK;
 }
@@ -357,8 +576,53 @@ amq_dleft_add(const amq_bloom_view *view, uint64_t hash)
 	dleft_key	key;
 
 	dleft_begin(&g, view);
-	locate_v(&g, fastrange64(hash, g.n), &key);
+	locate(&g, hash, &key);
 	return add_located(&g, &key, 1);
+}
+
+/*
+ * Keys located ahead of the one being added: each key touches a bucket in
+ * every sub-table, and locating it is most of its arithmetic, so a key is
+ * located once, its buckets requested, and added ADD_AHEAD keys later.
+ */
+#define ADD_AHEAD 8
+
+/*
+ * Adds hashes[0 .. count) in order, as count calls of amq_dleft_add would,
+ * overlapping their cache misses.  Stops at the first key that does not
+ * fit (AMQ_FULL); *done is the number added.
+ */
+amq_status
+amq_dleft_add_many(const amq_bloom_view *view, const uint64_t *hashes,
+				   size_t count, size_t *done)
+{
+	dleft		g;
+	dleft_key	ring[ADD_AHEAD];
+	size_t		i;
+
+	dleft_begin(&g, view);
+	for (i = 0; i < count && i < ADD_AHEAD; i++)
+	{
+		locate(&g, hashes[i], &ring[i]);
+		prefetch_located(&g, &ring[i]);
+	}
+	for (i = 0; i < count; i++)
+	{
+		amq_status	status = add_located(&g, &ring[i % ADD_AHEAD], 1);
+
+		if (status != AMQ_OK)
+		{
+			*done = i;
+			return status;
+		}
+		if (i + ADD_AHEAD < count)
+		{
+			locate(&g, hashes[i + ADD_AHEAD], &ring[i % ADD_AHEAD]);
+			prefetch_located(&g, &ring[i % ADD_AHEAD]);
+		}
+	}
+	*done = count;
+	return AMQ_OK;
 }
 
 /* The counter of the key's cell, 0 if it has none. */
@@ -369,12 +633,13 @@ amq_dleft_counter(const amq_bloom_view *view, uint64_t hash)
 	dleft_key	key;
 	uint8_t    *bucket;
 	unsigned	j;
+	uint64_t	cell;
 
 	dleft_begin(&g, view);
-	locate_v(&g, fastrange64(hash, g.n), &key);
-	if (!find_cell(&g, &key, &bucket, &j))
+	locate(&g, hash, &key);
+	if (!find_cell(&g, &key, &bucket, &j, &cell))
 		return 0;
-	return get_cell(&g, bucket, j) & 3;
+	return cell & 3;
 }
 
 /* Removes one copy: a stuck counter stays, a counter reaching 0 frees the cell. */
@@ -389,10 +654,9 @@ amq_dleft_delete(const amq_bloom_view *view, uint64_t hash)
 	unsigned	c;
 
 	dleft_begin(&g, view);
-	locate_v(&g, fastrange64(hash, g.n), &key);
-	if (!find_cell(&g, &key, &bucket, &j))
+	locate(&g, hash, &key);
+	if (!find_cell(&g, &key, &bucket, &j, &cell))
 		return false;
-	cell = get_cell(&g, bucket, j);
 	c = (unsigned) (cell & 3);
 	if (c == DMAX)
 		return true;
@@ -436,7 +700,7 @@ amq_dleft_merge(amq_bloom_view *dst, const amq_bloom_view *src,
 	dleft_begin(&gs, src);
 	walk = intersect ? &gd : &gs;
 	for (t = 0; t < TABLES; t++)
-		inv[t] = invmod(walk->mult[t], walk->n);
+		inv[t] = invmod(walk->c->mult[t], walk->c->n);
 
 	bucket_range(walk, from, to, &g_first, &g_end);
 	for (gi = g_first; gi < g_end; gi++)
@@ -444,18 +708,22 @@ amq_dleft_merge(amq_bloom_view *dst, const amq_bloom_view *src,
 		uint8_t    *bucket = walk->bits + gi * walk->width;
 		uint64_t	t_of = gi / walk->buckets;
 		uint64_t	b_of = gi % walk->buckets;
+		uint64_t	cells[CELLS];
 		unsigned	c;
 
+		/* read before the loop writes: an intersection updates this bucket */
+		for (c = 0; c < CELLS; c++)
+			cells[c] = get_cell(walk, bucket, c);
 		for (c = 0; c < CELLS; c++)
 		{
-			uint64_t	cell = get_cell(walk, bucket, c);
+			uint64_t	cell = cells[c];
 			unsigned	count = (unsigned) (cell & 3);
 			uint64_t	v;
 			dleft_key	key;
 
 			if (count == 0)
 				continue;
-			v = mulmod(inv[t_of], (b_of << walk->r) | (cell >> 2), walk->n);
+			v = mulmod(walk->c, inv[t_of], (b_of << walk->r) | (cell >> 2));
 			if (!intersect)
 			{
 				amq_status	st;
@@ -469,11 +737,12 @@ amq_dleft_merge(amq_bloom_view *dst, const amq_bloom_view *src,
 			{
 				uint8_t    *sb;
 				unsigned	sj;
+				uint64_t	scell;
 				unsigned	other = 0;
 
 				locate_v(&gs, v, &key);
-				if (find_cell(&gs, &key, &sb, &sj))
-					other = (unsigned) (get_cell(&gs, sb, sj) & 3);
+				if (find_cell(&gs, &key, &sb, &sj, &scell))
+					other = (unsigned) (scell & 3);
 				if (other == 0)
 					set_cell(&gd, bucket, c, 0);
 				else if (other < count)

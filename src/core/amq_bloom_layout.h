@@ -28,7 +28,16 @@ extern amq_status amq_dleft_size(double n, double p, uint64_t max_nbits,
 								 amq_bloom_params *out);
 extern bool amq_dleft_geometry(uint32_t fp_bits, uint64_t nbits,
 							   uint64_t *buckets);
+extern void amq_dleft_consts_init(amq_dleft_consts *c, uint64_t buckets,
+								  uint32_t fp_bits);
+extern uint64_t amq_dleft_mulmod(const amq_dleft_consts *c, uint64_t a,
+								 uint64_t b);
+extern uint64_t amq_dleft_permute(const amq_dleft_consts *c, int t, uint64_t v);
+
 extern amq_status amq_dleft_add(const amq_bloom_view *view, uint64_t hash);
+extern amq_status amq_dleft_add_many(const amq_bloom_view *view,
+									 const uint64_t *hashes, size_t count,
+									 size_t *done);
 extern uint64_t amq_dleft_counter(const amq_bloom_view *view, uint64_t hash);
 extern bool amq_dleft_delete(const amq_bloom_view *view, uint64_t hash);
 extern amq_status amq_dleft_merge(amq_bloom_view *dst, const amq_bloom_view *src,
