@@ -66,18 +66,31 @@ amq_counting_add(const amq_bloom_view *view, uint64_t hash)
 	}
 }
 
-/* The smallest of the key's counters: 0 means certainly absent. */
+/*
+ * The smallest of the key's counters: 0 means certainly absent.  A present
+ * key reads all k counters, each in its own cache line of an array four
+ * times the classic one's: their positions are computed and requested
+ * first, so that the k misses overlap, then read, stopping at a zero.
+ */
 uint64_t
 amq_counting_min(const amq_bloom_view *view, uint64_t hash)
 {
 	uint64_t	h2 = amq_fmix64(hash);
 	uint64_t	x = hash;
+	uint64_t	pos[AMQ_BLOOM_MAX_HASHES];
 	unsigned	min = CMAX;
 	uint32_t	i;
 
-	for (i = 0; i < view->hashes && min > 0; i++, x += h2)
+	for (i = 0; i < view->hashes; i++, x += h2)
 	{
-		unsigned	c = get_counter(view->bits, fastrange64(x, view->cells));
+		pos[i] = fastrange64(x, view->cells);
+#if defined(__GNUC__) || defined(__clang__)
+		__builtin_prefetch(view->bits + (pos[i] >> 1));
+#endif
+	}
+	for (i = 0; i < view->hashes && min > 0; i++)
+	{
+		unsigned	c = get_counter(view->bits, pos[i]);
 
 		if (c < min)
 			min = c;
