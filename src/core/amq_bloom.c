@@ -764,6 +764,12 @@ amq_bloom_add(amq_bloom_view *view, uint64_t hash, uint32_t family)
 	return status;
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH_WRITE(p) __builtin_prefetch((p), 1)
+#else
+#define PREFETCH_WRITE(p) ((void) (p))
+#endif
+
 /* Hints the cache line(s) a key will touch; a no-op where unsupported. */
 static inline void
 prefetch_key(const amq_bloom_view *view, uint64_t hash)
@@ -814,6 +820,23 @@ amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes, size_t count,
 
 		count_added(view, done, family);
 		return status;
+	}
+	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
+	{
+		/* one cache line per key: the loop specialized, the layout known */
+		uint8_t    *bits = view->bits;
+		uint64_t	nblocks = view->nblocks;
+
+		for (i = 0; i < count && i < ADD_PREFETCH_DISTANCE; i++)
+			PREFETCH_WRITE(bits + fastrange64(hashes[i], nblocks) * BLOCK_BYTES);
+		for (i = 0; i < count; i++)
+		{
+			if (i + ADD_PREFETCH_DISTANCE < count)
+				PREFETCH_WRITE(bits + fastrange64(hashes[i + ADD_PREFETCH_DISTANCE], nblocks) * BLOCK_BYTES);
+			set_bits(view, hashes[i]);
+		}
+		count_added(view, count, family);
+		return AMQ_OK;
 	}
 	for (i = 0; i < count && i < ADD_PREFETCH_DISTANCE; i++)
 		prefetch_key(view, hashes[i]);
