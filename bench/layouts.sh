@@ -15,8 +15,10 @@
 #   probe   filter @> col over the rows (the filter stored in a table, read once
 #           through an InitPlan)  vs  col <> -1, and vs the cuckoo filter's probe
 #
-# Each time is the median of $RUNS runs of EXPLAIN (ANALYZE, TIMING OFF)'s
-# "Execution Time"; every ratio is against a baseline measured in the same run.
+# Each time is the median of $RUNS rounds of EXPLAIN (ANALYZE, TIMING OFF)'s
+# "Execution Time", a round running the baseline and every filter's query once,
+# so that drift in the machine's speed reaches all of them; every ratio is
+# against a baseline measured in the same rounds.
 # Writes bench/LAYOUTS.md (tables), bench/layouts.dat and, with gnuplot,
 # bench/layouts.png: measured false-positive rate against bits per key for every
 # layout, with the textbook curves beside them.
@@ -111,29 +113,39 @@ bench_fpr() {
 
 # time_row NAME BASELINE_MS SQL [REF_NAME REF_MS]: a timing row, ratio to the baseline
 # and, given, to a reference measured in the same run.
+# time_row NAME BASELINE_MS MS [REF_NAME REF_MS]: records a measured row.
 time_row() {
-	local name=$1 baseline=$2 sql=$3 ref_name=${4:-} ref_ms=${5:-} ms ratio ref=
-	ms=$(median_exec_ms "$RUNS" "$sql")
+	local name=$1 baseline=$2 ms=$3 ref_name=${4:-} ref_ms=${5:-} ratio ref=
 	ratio=$(awk -v a="$ms" -v b="$baseline" 'BEGIN { printf "%.2f", a / b }')
 	[ -z "$ref_ms" ] || ref=$(awk -v a="$ms" -v b="$ref_ms" 'BEGIN { printf "%.2f", a / b }')
 	printf '%-22s %10.1f ms  %10.1f ms  ratio %s %s\n' "$name" "$ms" "$baseline" "$ratio" \
 		"${ref:+(vs $ref_name: $ref)}"
 	TIME_ROWS+=("| $name | $ms | $baseline | $ratio | ${ref:+$ref ($ref_name)} |")
-	LAST_MS=$ms
 }
 
+# The builds, then the probes, each set measured side by side (interleaved_ms):
+# a round runs the baseline and every filter's query once.
 bench_times() {
 	local base layout i cuckoo_ms
-	log "bench: build over $ROWS rows ($RUNS runs each)"
-	exec_ms "SELECT count(col) FROM t" >/dev/null
-	base=$(median_exec_ms "$RUNS" "SELECT count(col) FROM t")
-	TIME_ROWS+=("| build baseline: \`SELECT count(col) FROM t\` | $base | | | |")
+	local -a sqls=() ms=()
+	log "bench: build over $ROWS rows ($RUNS rounds)"
+	sqls=("SELECT count(col) FROM t")
 	for layout in "${BLOOM_LAYOUTS[@]}"; do
-		time_row "build, $layout" "$base" "SELECT bloom_agg(col, $ROWS, 0.01, '$layout') FROM t"
+		sqls+=("SELECT bloom_agg(col, $ROWS, 0.01, '$layout') FROM t")
 	done
-	time_row "build, cuckoo" "$base" "SELECT cuckoo_agg(col, $ROWS, 0.01) FROM t"
+	sqls+=("SELECT cuckoo_agg(col, $ROWS, 0.01) FROM t")
+	mapfile -t ms < <(interleaved_ms "$RUNS" "${sqls[@]}")
+	[ ${#ms[@]} -eq ${#sqls[@]} ] || die "build timings missing"
+	base=${ms[0]}
+	TIME_ROWS+=("| build baseline: \`SELECT count(col) FROM t\` | $base | | | |")
+	i=1
+	for layout in "${BLOOM_LAYOUTS[@]}"; do
+		time_row "build, $layout" "$base" "${ms[i]}"
+		i=$((i + 1))
+	done
+	time_row "build, cuckoo" "$base" "${ms[i]}"
 
-	log "bench: probe over $ROWS rows, filters stored in a table"
+	log "bench: probe over $ROWS rows, filters stored in a table ($RUNS rounds)"
 	run_psql -q <<-SQL
 		CREATE TABLE lf AS
 		SELECT l.i, l.layout, (SELECT bloom_agg(col, $ROWS, 0.01, l.layout) FROM t) AS f
@@ -141,15 +153,20 @@ bench_times() {
 		CREATE TABLE cf AS SELECT cuckoo_agg(col, $ROWS, 0.01) AS f FROM t;
 		VACUUM ANALYZE lf, cf;
 	SQL
-	exec_ms "SELECT count(*) FROM t WHERE col <> -1" >/dev/null
-	base=$(median_exec_ms "$RUNS" "SELECT count(*) FROM t WHERE col <> -1")
+	sqls=("SELECT count(*) FROM t WHERE col <> -1"
+		"SELECT count(*) FROM t WHERE (SELECT f FROM cf) @> col")
+	for i in 1 2 3 4; do
+		sqls+=("SELECT count(*) FROM t WHERE (SELECT f FROM lf WHERE i = $i) @> col")
+	done
+	mapfile -t ms < <(interleaved_ms "$RUNS" "${sqls[@]}")
+	[ ${#ms[@]} -eq ${#sqls[@]} ] || die "probe timings missing"
+	base=${ms[0]}
+	cuckoo_ms=${ms[1]}
 	TIME_ROWS+=("| probe baseline: \`SELECT count(*) FROM t WHERE col <> -1\` | $base | | | |")
-	time_row "probe, cuckoo" "$base" "SELECT count(*) FROM t WHERE (SELECT f FROM cf) @> col"
-	cuckoo_ms=$LAST_MS
-	i=1
+	time_row "probe, cuckoo" "$base" "$cuckoo_ms"
+	i=2
 	for layout in "${BLOOM_LAYOUTS[@]}"; do
-		time_row "probe, $layout" "$base" \
-			"SELECT count(*) FROM t WHERE (SELECT f FROM lf WHERE i = $i) @> col" cuckoo "$cuckoo_ms"
+		time_row "probe, $layout" "$base" "${ms[i]}" cuckoo "$cuckoo_ms"
 		i=$((i + 1))
 	done
 }
@@ -188,7 +205,7 @@ write_results() {
 		echo "Written by \`bench/layouts.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'):" \
 			"$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)," \
 			"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)."
-		echo "Times are medians of $RUNS runs; ratios are against baselines measured in the same run."
+		echo "Times are medians of $RUNS rounds, each running the baseline and every filter's query once; ratios are against baselines measured in the same rounds."
 		echo "${AMQ_BENCH_NOTE:-}"
 		echo
 		echo "## False-positive rate and bits per key"

@@ -373,6 +373,30 @@ median_exec_ms() {
 	done | median
 }
 
+# interleaved_ms RUNS SQL...: the median execution time of each SQL, one a line
+# in order, measured in RUNS rounds that each run every SQL once (after one
+# warm-up round).  On a machine whose speed drifts (shared, virtual), queries
+# measured side by side see the same drift, so their ratios are steadier than
+# when each query's runs come one after the other.
+interleaved_ms() {
+	local runs=$1 sql i r
+	shift
+	local -a times=()
+	for sql in "$@"; do
+		exec_ms "$sql" >/dev/null
+	done
+	for ((r = 0; r < runs; r++)); do
+		i=0
+		for sql in "$@"; do
+			times[i]+="$(exec_ms "$sql") "
+			i=$((i + 1))
+		done
+	done
+	for ((i = 0; i < $#; i++)); do
+		tr ' ' '\n' <<<"${times[i]}" | sed '/^$/d' | median
+	done
+}
+
 # median [DECIMALS]: the median of the numbers on standard input, one a line, to
 # DECIMALS places (default 1).
 median() {
