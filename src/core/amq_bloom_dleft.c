@@ -329,8 +329,12 @@ scan_bucket(const dleft *g, const uint8_t *bucket, uint64_t fp,
 		unsigned	in_use = (cell & 3) != 0;
 
 		u = (u << 1) | in_use;
-		/* the fingerprint bits are equal when only the counter bits differ */
-		m = (m << 1) | (in_use & ((cell ^ want) < 4));
+
+		/*
+		 * Used and holding fp: only the counter bits differ from want, and
+		 * they are not all zero, so cell ^ want is 1, 2 or 3.
+		 */
+		m = (m << 1) | ((cell ^ want) - 1 < 3);
 	}
 	*used = u;
 	*match = m;
