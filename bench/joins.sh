@@ -26,7 +26,10 @@
 #              next to the actual rows
 #
 # Each time is the median of RUNS (default 3) runs of EXPLAIN (ANALYZE, TIMING
-# OFF)'s "Execution Time" after a warm-up run.  Writes the "Joins, builds and
+# OFF)'s "Execution Time" after a warm-up run.  A recipe and its plain query, and
+# the builds, are measured side by side (interleaved_ms: in rounds, each query
+# once a round), so that drift in the machine's speed reaches both sides of a
+# ratio; a statement timeout there stops the run.  Writes the "Joins, builds and
 # estimates" section of bench/RESULTS.md (bench/run.sh keeps it).
 #
 # Environment: RUNS; AMQ_JOINS_ROWS (rows of t, default 10000000); AMQ_JOINS_PARTS,
@@ -87,12 +90,15 @@ time_ms() {
 	timed_ms "$RUNS" "$1"
 }
 
-# join_row NAME RECIPE PLAIN [nocompare]: both timed, their counts compared
+# join_row NAME RECIPE PLAIN [nocompare]: both timed side by side, their counts compared
 # (unless nocompare: a limit is another query), a row recorded
 join_row() {
 	local name=$1 recipe=$2 plain=$3 compare=${4:-compare} r p same
-	r=$(time_ms "$recipe")
-	p=$(time_ms "$plain")
+	local -a ms=()
+	mapfile -t ms < <(interleaved_ms "$RUNS" "$recipe" "$plain")
+	[ ${#ms[@]} -eq 2 ] || die "$name: timings missing (a statement timeout?)"
+	r=${ms[0]}
+	p=${ms[1]}
 	if [ "$compare" = nocompare ]; then
 		same="(another query)"
 	elif [ "$r" != timeout ] && [ "$p" != timeout ]; then
