@@ -23,6 +23,16 @@ SELECT bloom_agg(x, 100, 0.01) @> 9007199254740993::int8 AS big,
        bloom_agg(x, 100, 0.01) @> (-9007199254740993)::int8 AS negative_big,
        bloom_agg(x, 100, 0.01) @> 9007199254740992::int8 AS neighbour_absent
   FROM (VALUES (9007199254740993::int8), (-9007199254740993)) v(x);
+-- the aggregate hashes integers a batch at a time (256 values): its filter
+-- is the one adding them one by one gives, small and wide values alike
+SELECT bloom_agg(x, 10000, 0.01)::bytea =
+       bloom_union_agg(bloom_add(bloom_empty(10000, 0.01), x))::bytea AS batched_int8,
+       bloom_agg(x, 10000, 0.01, 'dleft') @> 12884901933::int8 AS wide_member
+  FROM (SELECT CASE WHEN g % 3 = 0 THEN g * 4294967311 ELSE -g END::int8 AS x
+          FROM generate_series(1, 3000) g) v;
+SELECT bloom_agg(x, 10000, 0.01, 'classic')::bytea =
+       bloom_union_agg(bloom_add(bloom_empty(10000, 0.01, 'classic'), x))::bytea AS batched_int2
+  FROM (SELECT (g % 700)::int2 AS x FROM generate_series(1, 3000) g) v;
 -- ... and so do domains over int8, so both sides of a join agree
 CREATE DOMAIN order_id AS int8;
 SELECT bloom_agg(x, 100, 0.01) @> 9007199254740993::int8 AS domain_to_base,

@@ -11,11 +11,12 @@
  * The state is a filter the aggregate owns, allocated once in the aggregate
  * context and updated in place, so a row costs one hash and the filter's
  * insertion, never a copy of the filter.  Hashes are added in batches so
- * that the cache misses of a large filter overlap instead of queueing.  The
- * logical filter is the owned one plus the pending hashes; everything that
- * reads the state adds them to a copy, so reading never changes the state
- * (FINALFUNC_MODIFY = READ_ONLY, and serialization may be followed by more
- * rows).
+ * that the cache misses of a large filter overlap instead of queueing; the
+ * integer types' values are batched as they are and hashed together when
+ * their batch is added.  The logical filter is the owned one plus the
+ * pending values; everything that reads the state adds them to a copy, so
+ * reading never changes the state (FINALFUNC_MODIFY = READ_ONLY, and
+ * serialization may be followed by more rows).
  *
  * Partial states travel as the filter's own bytes and are validated on the
  * way back in like any binary input.  A NULL state means the aggregate saw
@@ -41,18 +42,37 @@ state_new(MemoryContext aggcxt, const AmqAggType *type, void *filter)
 	state->hasher = NULL;
 	state->seed = 0;
 	state->sizing_fixed = false;
+	state->pending_ints = false;
 	state->pending_family = 0;
 	state->npending = 0;
 	return state;
 }
 
-/* Adds a state's pending hashes to an owned filter (its own or another's). */
+/*
+ * The hashes of a state's pending values: pending itself, or the hashes of
+ * the integers it holds, computed into buf (AMQ_AGG_BATCH long).
+ */
+static const uint64 *
+pending_hashes(const AmqAggState *state, uint64 *buf)
+{
+	int			i;
+
+	if (!state->pending_ints)
+		return state->pending;
+	for (i = 0; i < state->npending; i++)
+		buf[i] = amq_hash_int((int64) state->pending[i], state->seed);
+	return buf;
+}
+
+/* Adds a state's pending values to an owned filter (its own or another's). */
 static void
 add_pending(const AmqAggState *state, void *filter)
 {
+	uint64		buf[AMQ_AGG_BATCH];
+
 	if (state->npending > 0)
-		state->type->add_hashes(filter, state->pending, state->npending,
-								state->pending_family);
+		state->type->add_hashes(filter, pending_hashes(state, buf),
+								state->npending, state->pending_family);
 }
 
 /*
@@ -116,6 +136,9 @@ amq_agg_transfn(FunctionCallInfo fcinfo, const AmqAggType *type,
 	{
 		state->hasher = amq_hasher_get(fcinfo, 1);
 		state->seed = type->seed(state->filter);
+		/* integers the core hashes: kept as they are until their batch is added */
+		state->pending_ints = state->hasher->int_width != 0 &&
+			!state->hasher->enum_by_label && state->hasher->unstable == NULL;
 	}
 	hasher = state->hasher;
 	if (state->npending == AMQ_AGG_BATCH)
@@ -124,8 +147,12 @@ amq_agg_transfn(FunctionCallInfo fcinfo, const AmqAggType *type,
 		state->npending = 0;
 	}
 	state->pending_family = hasher->family;
-	state->pending[state->npending++] =
-		amq_hash_datum(hasher, PG_GETARG_DATUM(1), state->seed, hasher->family);
+	if (state->pending_ints)
+		state->pending[state->npending++] =
+			(uint64) amq_hasher_int(hasher, PG_GETARG_DATUM(1));
+	else
+		state->pending[state->npending++] =
+			amq_hash_datum(hasher, PG_GETARG_DATUM(1), state->seed, hasher->family);
 	PG_RETURN_POINTER(state);
 }
 
@@ -217,7 +244,9 @@ amq_agg_union_transfn(FunctionCallInfo fcinfo, const AmqAggType *type)
 static struct varlena *
 state_to_varlena(const AmqAggState *state)
 {
-	return state->type->to_varlena(state->filter, state->pending,
+	uint64		buf[AMQ_AGG_BATCH];
+
+	return state->type->to_varlena(state->filter, pending_hashes(state, buf),
 								   state->npending, state->pending_family);
 }
 

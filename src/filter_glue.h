@@ -14,6 +14,7 @@
 #include "amqfilter.h"
 #include "core/amq_bloom.h"
 #include "core/amq_cuckoo.h"
+#include "core/amq_hash.h"
 
 /* An opened filter of any type, for code that only stores or passes it. */
 typedef union AmqAnyView
@@ -83,6 +84,33 @@ typedef struct AmqHasher
 	char		identity[256];	/* identity text, for messages */
 	FmgrInfo	proc;			/* extended (64-bit, seeded) hash support */
 } AmqHasher;
+
+/*
+ * The integer hashers' hash, inline, for callers that hash many values: the
+ * integer of a by-value integer Datum (hasher->int_width != 0), then the
+ * hash amq_hash_datum gives it (see there).
+ */
+static inline int64
+amq_hasher_int(const AmqHasher *hasher, Datum value)
+{
+	switch (hasher->int_width)
+	{
+		case 8:
+			return DatumGetInt64(value);
+		case 4:
+			return DatumGetInt32(value);
+		default:
+			return DatumGetInt16(value);
+	}
+}
+
+static inline uint64
+amq_hash_int(int64 v, uint64 seed)
+{
+	if (v < PG_INT32_MIN || v > PG_INT32_MAX)
+		return amq_hash_wide_int64(v, seed);
+	return amq_hash_uint32_pg((uint32) (int32) v, seed);
+}
 
 extern AmqHasher *amq_hasher_get(FunctionCallInfo fcinfo, int argno);
 extern void amq_check_hashable(Oid type, Oid collation);
@@ -218,6 +246,12 @@ typedef struct AmqAggState
 	struct AmqHasher *hasher;	/* NULL until the first value */
 	uint64		seed;			/* the filter's */
 	bool		sizing_fixed;	/* the sizing arguments are constants */
+	/*
+	 * The values are integers whose hashes the aggregate computes itself:
+	 * pending then holds the integers, hashed together when the batch is
+	 * added (a tight loop instead of a call per row).
+	 */
+	bool		pending_ints;
 	uint32		pending_family;
 	int			npending;
 	uint64		pending[AMQ_AGG_BATCH];

@@ -543,29 +543,13 @@ amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed, uint32 family)
 	}
 	if (hasher->int_width != 0)
 	{
-		int64		v;
-
-		switch (hasher->int_width)
-		{
-			case 8:
-				v = DatumGetInt64(value);
-				if (v < PG_INT32_MIN || v > PG_INT32_MAX)
-					return amq_hash_wide_int64(v, seed);
-				break;
-			case 4:
-				v = DatumGetInt32(value);
-				break;
-			default:
-				v = DatumGetInt16(value);
-				break;
-		}
-
 		/*
-		 * What hashint2/4/8extended compute for a value in the int4 range
-		 * (hashint8extended's folding leaves such a value unchanged), by
-		 * the core's copy of hash_uint32_extended.
+		 * For a value in the int4 range, what hashint2/4/8extended compute
+		 * (hashint8extended's folding leaves such a value unchanged), by the
+		 * core's copy of hash_uint32_extended; outside it, a full 64-bit
+		 * hash (amq_hash.h).
 		 */
-		return amq_hash_uint32_pg((uint32) (int32) v, seed);
+		return amq_hash_int(amq_hasher_int(hasher, value), seed);
 	}
 	return DatumGetUInt64(FunctionCall2Coll((FmgrInfo *) &hasher->proc,
 											hasher->collation, value,
