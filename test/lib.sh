@@ -10,9 +10,9 @@
 #   bench_build_and_install
 #                        the same for a benchmark, unless AMQ_BENCH_SKIP_BUILD=1
 #   results_section FILE HEADING, results_without_section FILE HEADING
+#                        one "## " section of a results file, or the file without it
 #   shown_ms MS, ratio A B [DECIMALS]
 #                        a time or "> N (timeout)", a ratio or "n/a", for results tables
-#                        one "## " section of a results file, or the file without it
 #   pgxs_make ARGS...    make in the repository against PostgreSQL 15
 #   start_cluster [--in DIR] [--postgres EXE] [--env NAME=VALUE]... [SETTING...]
 #                        throwaway PostgreSQL 15 cluster on a free port, stopped on exit;
@@ -25,6 +25,8 @@
 #                        median of RUNS such times
 #   timed_ms RUNS SQL [DECIMALS]
 #                        the same after a warm-up run, or "timeout"
+#   interleaved_ms RUNS SQL...
+#                        the median time of each SQL, measured side by side in rounds
 #   median [DECIMALS]    median of the numbers on standard input
 #   foreign_scan_rows    rows the foreign scans returned, in the EXPLAIN ANALYZE
 #                        output on standard input
