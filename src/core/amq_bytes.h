@@ -144,4 +144,34 @@ fastrange64(uint64_t x, uint64_t n)
 #endif
 }
 
+/*
+ * Hints that the cache line holding p will be read, or written, soon: the
+ * cores request the lines of several independent accesses before using
+ * any, so that their misses overlap.  A no-op where unsupported.
+ *
+ * Call them in the loop that will use the line, or from a helper small
+ * enough to be inlined early: GCC 12 judges a function whose only effect
+ * is a prefetch free of effects and deletes calls to it that it did not
+ * inline (the cuckoo add loop lost its prefetches that way).
+ */
+static inline void
+amq_prefetch_read(const void *p)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	__builtin_prefetch(p, 0);
+#else
+	(void) p;
+#endif
+}
+
+static inline void
+amq_prefetch_write(const void *p)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	__builtin_prefetch(p, 1);
+#else
+	(void) p;
+#endif
+}
+
 #endif							/* AMQ_BYTES_H */

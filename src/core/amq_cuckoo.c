@@ -858,6 +858,13 @@ kick_insert(amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b,
 		set_victim(t, fp, b);
 }
 
+/* Requests bucket b of table t for writing. */
+static inline void
+prefetch_bucket(const amq_cuckoo_table *t, uint32_t f, uint64_t b)
+{
+	amq_prefetch_write(t->words + ((b * 4 * f) >> 3));
+}
+
 /* ----------------------------------------------------------------
  * Sizing.
  * ----------------------------------------------------------------
@@ -1306,32 +1313,31 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 /* How far ahead add_many prefetches, in values. */
 #define PREFETCH_DISTANCE	8
 
-/* Prefetches both buckets of a value, for writing. */
-static inline void
-prefetch_buckets(const amq_cuckoo_view *view, const amq_cuckoo_table *t,
-				 uint64_t hash)
+/*
+ * The first bucket of a value in table t: the one add_many tries first, and
+ * requests PREFETCH_DISTANCE values ahead.  Its alternate is not requested:
+ * computing it costs a second mix per value, and it is read only when the
+ * first bucket is full.  (The request is made in add_many's loop itself;
+ * see amq_prefetch_write.)
+ */
+static inline uint64_t
+first_bucket(const amq_cuckoo_table *t, uint64_t hash)
 {
-#if defined(__GNUC__) || defined(__clang__)
-	uint32_t	f = view->fp_bits;
-	uint64_t	mixed = amq_fmix64(hash);
-	uint64_t	b1;
-	uint64_t	b2;
-
-	pair_in(t, mixed, fingerprint_of_mixed(mixed, f), &b1, &b2);
-
-	__builtin_prefetch(t->words + ((b1 * 4 * f) >> 3), 1);
-	__builtin_prefetch(t->words + ((b2 * 4 * f) >> 3), 1);
-#else
-	(void) view;
-	(void) t;
-	(void) hash;
-#endif
+	return fastrange64(amq_fmix64(hash), t->buckets);
 }
 
+/*
+ * Adds hashes in order, each exactly as amq_cuckoo_add would: a value whose
+ * first bucket in the last table has a free slot goes there, which is what
+ * amq_cuckoo_add does first, without decoding the table again or computing
+ * the alternate bucket; any other value takes amq_cuckoo_add's whole path.
+ * Below the filter's design load nearly every value takes the short one.
+ */
 amq_status
 amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
 					size_t count, uint32_t family, size_t *done)
 {
+	uint32_t	f = view->fp_bits;
 	amq_cuckoo_table last;
 	size_t		i;
 
@@ -1339,19 +1345,34 @@ amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
 	if (view->tables == 0)
 		return AMQ_ERR_NO_GEOMETRY;
 
-	/* values are tried in the last table first: prefetch their buckets there */
-	table_decode(view->base + view->last_offset, view->fp_bits, view->base_buckets, &last);
+	table_decode(view->base + view->last_offset, f, view->base_buckets, &last);
 	for (i = 0; i < count && i < PREFETCH_DISTANCE; i++)
-		prefetch_buckets(view, &last, hashes[i]);
+		prefetch_bucket(&last, f, first_bucket(&last, hashes[i]));
 	for (i = 0; i < count; i++)
 	{
-		amq_status	status;
+		uint64_t	mixed = amq_fmix64(hashes[i]);
+		uint64_t	b1 = fastrange64(mixed, last.buckets);
+		int			s;
 
 		if (i + PREFETCH_DISTANCE < count)
-			prefetch_buckets(view, &last, hashes[i + PREFETCH_DISTANCE]);
-		status = amq_cuckoo_add(view, hashes[i], family);
-		if (status != AMQ_OK)
-			return status;
+			prefetch_bucket(&last, f, first_bucket(&last, hashes[i + PREFETCH_DISTANCE]));
+		s = bucket_find(last.words, b1, f, 0);
+		if (s >= 0)
+		{
+			slot_set(last.words, 4 * b1 + (unsigned) s, f,
+					 fingerprint_of_mixed(mixed, f));
+			bind_family(view, family);
+			count_item(view, &last, 1);
+		}
+		else
+		{
+			amq_status	status = amq_cuckoo_add(view, hashes[i], family);
+
+			if (status != AMQ_OK)
+				return status;
+			/* the whole path may have changed the last table's header */
+			table_decode(view->base + view->last_offset, f, view->base_buckets, &last);
+		}
 		*done = i + 1;
 	}
 	return AMQ_OK;
