@@ -799,6 +799,102 @@ test_dleft_mulmod(void)
  * ----------------------------------------------------------------
  */
 
+/*
+ * The bucket scan, several cells per word, against the cells read one by
+ * one, for every fingerprint width: random bucket bytes (so some cells are
+ * empty and, rarely, two hold the same fingerprint: the lowest is wanted),
+ * probed for the fingerprint of one of their cells and for random ones,
+ * in every bucket of a small array, the last ones read through the padded
+ * copy.  The index of the matching cell, and the used cells when none
+ * matches, must agree.
+ */
+static void
+test_dleft_scan(void)
+{
+	uint64_t	rng = UINT64_C(0x13198a2e03707344);
+	uint64_t	checked = 0;
+	uint32_t	r;
+
+	for (r = 1; r <= AMQ_BLOOM_DLEFT_MAX_FP; r++)
+	{
+		uint64_t	buckets = 3;
+		unsigned	w = r + 2;
+		size_t		bytes = 4 * buckets * w;
+		uint8_t    *array = xmalloc(bytes);
+		amq_bloom_view view;
+		int			round;
+
+		memset(&view, 0, sizeof(view));
+		view.layout = AMQ_BLOOM_LAYOUT_DLEFT;
+		view.bits = array;
+		view.nbits = 8 * (uint64_t) bytes;
+		view.hashes = r;
+		view.buckets = buckets;
+		amq_dleft_consts_init(&view.dleft, buckets, r);
+		for (round = 0; round < 40; round++)
+		{
+			size_t		i,
+						b;
+
+			for (i = 0; i < bytes; i++)
+				array[i] = (uint8_t) splitmix64(&rng);
+			for (b = 0; b < 4 * buckets; b++)
+			{
+				const uint8_t *bucket = array + b * w;
+				int			probe;
+
+				for (probe = 0; probe < 4; probe++)
+				{
+					uint64_t	cells[8];
+					uint64_t	fp;
+					int			want = -1;
+					unsigned	used = 0,
+								load = 99;
+					int			got,
+								j;
+
+					for (j = 0; j < 8; j++)
+					{
+						uint64_t	v = 0;
+						unsigned	k;
+
+						for (k = 0; k < w; k++)
+						{
+							unsigned	bit = (unsigned) j * w + k;
+
+							v |= (uint64_t) ((bucket[bit >> 3] >> (bit & 7)) & 1) << k;
+						}
+						cells[j] = v;
+					}
+					fp = probe < 2 ? cells[splitmix64(&rng) % 8] >> 2 :
+						splitmix64(&rng) & ((UINT64_C(1) << r) - 1);
+					for (j = 0; j < 8; j++)
+					{
+						if ((cells[j] & 3) != 0)
+							used++;
+						if (want < 0 && (cells[j] & 3) != 0 && cells[j] >> 2 == fp)
+							want = j;
+					}
+					got = amq_dleft_scan_bucket(&view, bucket, fp, &load);
+					if (got != want || (want < 0 && load != used))
+					{
+						diag("r = %u, bucket %zu, fp %llu: cell %d, want %d; "
+							 "%u used, want %u", r, b, (unsigned long long) fp,
+							 got, want, load, used);
+						CHECK(false);
+						free(array);
+						return;
+					}
+					checked++;
+				}
+			}
+		}
+		free(array);
+	}
+	diag("%llu scans checked", (unsigned long long) checked);
+	CHECK(checked == 32 * 40 * 12 * 4);
+}
+
 static const amq_test tests[] = {
 	{"sizing", test_sizing},
 	{"membership and fpr", test_membership_fpr},
@@ -811,6 +907,7 @@ static const amq_test tests[] = {
 	{"validator", test_validator},
 	{"dleft known cell", test_dleft_known_cell},
 	{"dleft mulmod", test_dleft_mulmod},
+	{"dleft bucket scan", test_dleft_scan},
 };
 
 int

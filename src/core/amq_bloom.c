@@ -93,20 +93,6 @@
 #define GOLDEN64		UINT64_C(0x9e3779b97f4a7c15)
 #define BITS_PER_WORD	7
 
-static inline int
-popcount64(uint64_t x)
-{
-#if defined(__GNUC__) || defined(__clang__)
-	return __builtin_popcountll(x);
-#else
-	/* SWAR fallback */
-	x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
-	x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
-	x = (x + (x >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
-	return (int) ((x * UINT64_C(0x0101010101010101)) >> 56);
-#endif
-}
-
 /* Bits set in bytes [from, to). */
 static uint64_t
 popcount_range(const uint8_t *bits, size_t from, size_t to)
@@ -115,9 +101,9 @@ popcount_range(const uint8_t *bits, size_t from, size_t to)
 	size_t		i = from;
 
 	for (; i + 8 <= to; i += 8)
-		n += (uint64_t) popcount64(load_word(bits + i));
+		n += (uint64_t) amq_popcount64(load_word(bits + i));
 	for (; i < to; i++)
-		n += (uint64_t) popcount64(bits[i]);
+		n += (uint64_t) amq_popcount64(bits[i]);
 	return n;
 }
 

@@ -98,6 +98,19 @@ typedef struct amq_dleft_consts
 	uint64_t	norm;			/* N << shift: its top bit set */
 	uint64_t	recip;			/* floor((2^128 - 1) / norm) - 2^64 */
 	unsigned	shift;
+	/*
+	 * A probe's bucket scan reads the 8 cells as groups of up to q =
+	 * floor(57 / (r + 2)) cells, one 8-byte word each: group i is the
+	 * word at byte group_byte[i] of the bucket shifted right by
+	 * group_shift[i], masked with group_mask[i].
+	 */
+	unsigned	groups;			/* ceil(8 / q), 1..8 */
+	uint8_t		group_byte[AMQ_BLOOM_DLEFT_CELLS];
+	uint8_t		group_shift[AMQ_BLOOM_DLEFT_CELLS];
+	uint8_t		group_first[AMQ_BLOOM_DLEFT_CELLS]; /* its first cell */
+	uint64_t	group_mask[AMQ_BLOOM_DLEFT_CELLS];
+	uint64_t	group_rep;		/* bit 0 of each of q cells */
+	uint64_t	group_top;		/* the top bit of each of q cells */
 } amq_dleft_consts;
 
 /* Decoded header plus pointers into the buffer it was decoded from. */

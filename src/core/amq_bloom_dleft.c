@@ -30,10 +30,10 @@
  * The arithmetic modulo N is done without division instructions: the
  * validator derives, once per opened filter, each a_t mod N, Shoup's
  * fraction floor(a_t 2^64 / N) for P_t, and N's reciprocal for the other
- * products a merge needs (amq_dleft_consts).  A bucket's 8 cells are read in
- * one pass as 8-byte words, shifted and masked.  Adding many keys locates
- * each a few keys ahead and requests its d buckets, so that their cache
- * misses overlap.
+ * products a merge needs (amq_dleft_consts), and the masks that let a
+ * bucket's cells be compared several at a time (scan_bucket).  Adding many
+ * keys locates each a few keys ahead and requests its d buckets, so that
+ * their cache misses overlap.
  *
  * Insertion first looks for the key's cell in all d buckets and increments
  * its counter; otherwise it takes an empty cell in the least loaded of its d
@@ -175,9 +175,28 @@ amq_dleft_consts_init(amq_dleft_consts *c, uint64_t buckets, uint32_t fp_bits)
 {
 	int			t;
 
+	unsigned	w = fp_bits + 2;
+	unsigned	i;
+	unsigned	q = 57 / w;
+
 	c->n = buckets << fp_bits;
 	for (t = 0; t < TABLES; t++)
 		c->mult[t] = perm_mult[t] % c->n;
+	c->group_rep = 0;
+	for (i = 0; i < q; i++)
+		c->group_rep |= UINT64_C(1) << (i * w);
+	c->group_top = c->group_rep << (w - 1);
+	c->groups = 0;
+	for (i = 0; i < CELLS; i += q)
+	{
+		unsigned	cells = CELLS - i < q ? CELLS - i : q;
+
+		c->group_byte[c->groups] = (uint8_t) ((i * w) >> 3);
+		c->group_shift[c->groups] = (uint8_t) ((i * w) & 7);
+		c->group_first[c->groups] = (uint8_t) i;
+		c->group_mask[c->groups] = (UINT64_C(1) << (cells * w)) - 1;
+		c->groups++;
+	}
 #ifdef __SIZEOF_INT128__
 	for (t = 0; t < TABLES; t++)
 		c->mult_frac[t] = (uint64_t) (((amq_uint128) c->mult[t] << 64) / c->n);
@@ -302,42 +321,105 @@ cell_at(const dleft *g, const uint8_t *bytes, unsigned j)
 		((UINT64_C(1) << g->width) - 1);
 }
 
+/* The index of the lowest set bit of a nonzero word. */
+static inline unsigned
+lowest_bit(uint64_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	return (unsigned) __builtin_ctzll(x);
+#else
+	unsigned	i = 0;
+
+	while (!(x & 1))
+	{
+		x >>= 1;
+		i++;
+	}
+	return i;
+#endif
+}
+
 /*
- * One pass over a bucket's 8 cells: bit j of *used is set when cell j is
- * used, of *match when it is used and holds fp (a bucket has at most one
- * such cell: a key has at most one cell).  Without branches: whether a cell
- * is used or matches is as unpredictable as the keys.
+ * The cell of a bucket that is used and holds fp (a bucket has at most one:
+ * a key has at most one cell), or -1; with load, the number of used cells
+ * too when there is no such cell.  Scanned several cells at a time: a word
+ * read from the bucket's bytes holds q = floor(57 / w) whole cells after
+ * the shift to the first one's bit (at most 7), q w <= 57 bits, so a
+ * bucket is ceil(8 / q) words (two at p = 1%, where w = 12), each costing
+ * about what one cell did read alone.  In x = cells ^ (fp << 2), field by
+ * field, a cell matches when its fingerprint bits are zero and its counter
+ * bits are not.  Zero fields are found exactly, with no carry between
+ * fields: adding all ones below each field's top bit sets that bit unless
+ * the bits below are zero, and or-ing the field itself in covers the top
+ * bit.  Without branches on the cells: whether one is used or matches is
+ * as unpredictable as the keys.  scan_bucket is inlined, so a probe, which
+ * passes no load, compiles to the match alone.
  */
-static inline void
-scan_bucket(const dleft *g, const uint8_t *bucket, uint64_t fp,
-			unsigned *used, unsigned *match)
+static inline int
+scan_bucket(const dleft *g, const uint8_t *bucket, uint64_t fp, unsigned *load)
 {
 	uint8_t		pad[BUCKET_READ_BYTES];
 	const uint8_t *bytes = readable_bucket(g, bucket, pad);
-	uint64_t	want = fp << 2;
-	unsigned	u = 0;
-	unsigned	m = 0;
-	int			j;
+	const amq_dleft_consts *c = g->c;
+	unsigned	w = g->width;
+	uint64_t	rep = c->group_rep;
+	uint64_t	top = c->group_top;
+	uint64_t	low = top - rep;	/* the bits below each field's top bit */
+	uint64_t	fp_bits = ~(rep * 3);
+	uint64_t	want = (fp << 2) * rep;
+	unsigned	used = 0;
+	unsigned	i;
 
-	/* from the last cell down, so that each mask shifts by a constant */
-#if defined(__GNUC__)
-#pragma GCC unroll 8
-#endif
-	for (j = CELLS - 1; j >= 0; j--)
+	for (i = 0; i < c->groups; i++)
 	{
-		uint64_t	cell = cell_at(g, bytes, (unsigned) j);
-		unsigned	in_use = (cell & 3) != 0;
+		uint64_t	x = ((load_le64(bytes + c->group_byte[i]) >> c->group_shift[i]) ^ want) &
+			c->group_mask[i];
+		uint64_t	fps = x & fp_bits;
+		uint64_t	zero = ~(((fps & low) + low) | fps) & top;
+		uint64_t	in_use = (x | (x >> 1)) & rep;
+		uint64_t	m = (zero >> (w - 1)) & in_use;
 
-		u = (u << 1) | in_use;
-
-		/*
-		 * Used and holding fp: only the counter bits differ from want, and
-		 * they are not all zero, so cell ^ want is 1, 2 or 3.
-		 */
-		m = (m << 1) | ((cell ^ want) - 1 < 3);
+		if (m != 0)
+			return (int) (c->group_first[i] + lowest_bit(m) / w);
+		if (load != NULL)
+			used += amq_popcount64(in_use);
 	}
-	*used = u;
-	*match = m;
+	if (load != NULL)
+		*load = used;
+	return -1;
+}
+
+/* scan_bucket of a bucket of an opened view, for the unit tests. */
+int
+amq_dleft_scan_bucket(const amq_bloom_view *view, const uint8_t *bucket,
+					  uint64_t fp, unsigned *load)
+{
+	dleft		g;
+
+	dleft_begin(&g, view);
+	return scan_bucket(&g, bucket, fp, load);
+}
+
+/* The lowest empty cell of a bucket that has one. */
+static inline unsigned
+lowest_empty(const dleft *g, const uint8_t *bucket)
+{
+	uint8_t		pad[BUCKET_READ_BYTES];
+	const uint8_t *bytes = readable_bucket(g, bucket, pad);
+	const amq_dleft_consts *c = g->c;
+	uint64_t	rep = c->group_rep;
+	unsigned	i;
+
+	for (i = 0; i < c->groups; i++)
+	{
+		uint64_t	x = (load_le64(bytes + c->group_byte[i]) >> c->group_shift[i]) &
+			c->group_mask[i];
+		uint64_t	empty = ~(x | (x >> 1)) & rep & c->group_mask[i];
+
+		if (empty != 0)
+			return c->group_first[i] + lowest_bit(empty) / g->width;
+	}
+	return CELLS;				/* not reached: the caller saw a free cell */
 }
 
 /* Cell j of a bucket. */
@@ -347,37 +429,6 @@ get_cell(const dleft *g, const uint8_t *bucket, unsigned j)
 	uint8_t		pad[BUCKET_READ_BYTES];
 
 	return cell_at(g, readable_bucket(g, bucket, pad), j);
-}
-
-/* The lowest set bit's index of a nonzero mask of CELLS bits. */
-static inline unsigned
-lowest_cell(unsigned mask)
-{
-#if defined(__GNUC__) || defined(__clang__)
-	return (unsigned) __builtin_ctz(mask);
-#else
-	unsigned	j = 0;
-
-	while (!(mask & 1))
-	{
-		mask >>= 1;
-		j++;
-	}
-	return j;
-#endif
-}
-
-/*
- * The number of set bits of a mask of CELLS (8) bits, by halves: without
- * a popcount instruction in the baseline x86-64 target, __builtin_popcount
- * would be a library call.
- */
-static inline unsigned
-count_cells(unsigned mask)
-{
-	mask = (mask & 0x55) + ((mask >> 1) & 0x55);
-	mask = (mask & 0x33) + ((mask >> 2) & 0x33);
-	return (mask & 0x0F) + (mask >> 4);
 }
 
 static inline void
@@ -443,14 +494,12 @@ find_cell(const dleft *g, const dleft_key *key, uint8_t **bucket, unsigned *j,
 	prefetch_located(g, key);
 	for (t = 0; t < TABLES; t++)
 	{
-		unsigned	used;
-		unsigned	match;
+		int			match = scan_bucket(g, key->bucket[t], key->fp[t], NULL);
 
-		scan_bucket(g, key->bucket[t], key->fp[t], &used, &match);
-		if (match != 0)
+		if (match >= 0)
 		{
 			*bucket = key->bucket[t];
-			*j = lowest_cell(match);
+			*j = (unsigned) match;
 			*cell = get_cell(g, *bucket, *j);
 			return true;
 		}
@@ -467,24 +516,22 @@ find_cell(const dleft *g, const dleft_key *key, uint8_t **bucket, unsigned *j,
 static amq_status
 add_located(const dleft *g, const dleft_key *key, unsigned count)
 {
-	unsigned	used[TABLES];
+	unsigned	load[TABLES];
 	int			best = -1;
 	unsigned	best_load = CELLS;
 	int			t;
 
 	for (t = 0; t < TABLES; t++)
 	{
-		unsigned	match;
+		int			match = scan_bucket(g, key->bucket[t], key->fp[t], &load[t]);
 
-		scan_bucket(g, key->bucket[t], key->fp[t], &used[t], &match);
-		if (match != 0)
+		if (match >= 0)
 		{
-			unsigned	c = lowest_cell(match);
-			uint64_t	cell = get_cell(g, key->bucket[t], c);
+			uint64_t	cell = get_cell(g, key->bucket[t], (unsigned) match);
 			unsigned	n = (unsigned) (cell & 3);
 
 			if (n < DMAX)
-				set_cell(g, key->bucket[t], c, (cell & ~UINT64_C(3)) |
+				set_cell(g, key->bucket[t], (unsigned) match, (cell & ~UINT64_C(3)) |
 						 (n + count > DMAX ? DMAX : n + count));
 			return AMQ_OK;
 		}
@@ -492,18 +539,15 @@ add_located(const dleft *g, const dleft_key *key, unsigned count)
 
 	for (t = 0; t < TABLES; t++)
 	{
-		unsigned	load = count_cells(used[t]);
-
-		if (load < best_load)
+		if (load[t] < best_load)
 		{
 			best = t;
-			best_load = load;
+			best_load = load[t];
 		}
 	}
 	if (best < 0)
 		return AMQ_FULL;
-	/* the lowest empty cell */
-	set_cell(g, key->bucket[best], lowest_cell(~used[best] & ((1u << CELLS) - 1)),
+	set_cell(g, key->bucket[best], lowest_empty(g, key->bucket[best]),
 			 make_cell(key->fp[best], count > DMAX ? DMAX : count));
 	return AMQ_OK;
 }

@@ -33,6 +33,9 @@ extern void amq_dleft_consts_init(amq_dleft_consts *c, uint64_t buckets,
 extern uint64_t amq_dleft_mulmod(const amq_dleft_consts *c, uint64_t a,
 								 uint64_t b);
 extern uint64_t amq_dleft_permute(const amq_dleft_consts *c, int t, uint64_t v);
+extern int	amq_dleft_scan_bucket(const amq_bloom_view *view,
+								  const uint8_t *bucket, uint64_t fp,
+								  unsigned *load);
 
 extern amq_status amq_dleft_add(const amq_bloom_view *view, uint64_t hash);
 extern amq_status amq_dleft_add_many(const amq_bloom_view *view,
