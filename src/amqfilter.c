@@ -258,8 +258,8 @@ amq_aggregate_context(FunctionCallInfo fcinfo, const char *fname)
  * they are first touched.  Only a hint: where it is refused or unsupported
  * nothing changes.
  */
-static void
-hint_huge_pages(void *p, size_t len)
+void
+amq_hint_huge_pages(void *p, size_t len)
 {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
 	uintptr_t	start = TYPEALIGN(AMQ_HUGE_PAGE_BYTES, (uintptr_t) p);
@@ -279,9 +279,22 @@ amq_varlena_alloc(size_t len)
 {
 	struct varlena *result = palloc(VARHDRSZ + len);
 
-	hint_huge_pages(result, VARHDRSZ + len);
+	amq_hint_huge_pages(result, VARHDRSZ + len);
 	SET_VARSIZE(result, VARHDRSZ + len);
 	return result;
+}
+
+/*
+ * Memory for a filter that will be written at random, in cxt: with the
+ * huge-page hint for large ones, given before any of it is touched.
+ */
+void *
+amq_alloc_filter(MemoryContext cxt, size_t bytes)
+{
+	void	   *p = MemoryContextAlloc(cxt, bytes);
+
+	amq_hint_huge_pages(p, bytes);
+	return p;
 }
 
 /* A palloc'd varlena holding a copy of len bytes, to return to SQL. */
@@ -307,7 +320,7 @@ amq_alloc_aligned(MemoryContext cxt, size_t bytes, size_t header_size,
 	char	   *raw = MemoryContextAllocHuge(cxt, bytes + AMQ_CACHE_LINE);
 	uintptr_t	data = TYPEALIGN(AMQ_CACHE_LINE, (uintptr_t) raw + header_size);
 
-	hint_huge_pages(raw, bytes + AMQ_CACHE_LINE);
+	amq_hint_huge_pages(raw, bytes + AMQ_CACHE_LINE);
 
 	*alloc = raw;
 	return (uint8 *) (data - header_size);

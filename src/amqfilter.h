@@ -134,5 +134,7 @@ extern struct varlena *amq_varlena_alloc(size_t len);
 extern struct varlena *amq_varlena_copy(const void *data, size_t len);
 extern uint8 *amq_alloc_aligned(MemoryContext cxt, size_t bytes,
 								size_t header_size, void **alloc);
+extern void *amq_alloc_filter(MemoryContext cxt, size_t bytes);
+extern void amq_hint_huge_pages(void *p, size_t len);
 
 #endif							/* AMQFILTER_H */

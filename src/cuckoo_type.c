@@ -79,7 +79,13 @@ reserve(AmqCuckooBuffer *buf, size_t need)
 		return;
 	check_size(need);
 	room = Max(need, Min(2 * buf->room, AMQ_MAX_FILTER_BYTES));
+	/*
+	 * repalloc of a large chunk moves its pages without copying them (mremap)
+	 * and without needing both sizes at once; the hint then reaches the
+	 * pages the filter grows into before they are touched.
+	 */
 	buf->value = repalloc(buf->value, VARHDRSZ + room);
+	amq_hint_huge_pages(buf->value, VARHDRSZ + room);
 	buf->room = room;
 	buf->view.base = (uint8 *) VARDATA(buf->value);
 }
@@ -101,7 +107,7 @@ buffer_alloc(AmqCuckooBuffer *buf, MemoryContext cxt, size_t room)
 	check_size(room);
 	buf->cxt = cxt;
 	buf->room = room;
-	buf->value = MemoryContextAlloc(cxt, VARHDRSZ + room);
+	buf->value = amq_alloc_filter(cxt, VARHDRSZ + room);
 }
 
 /* A new empty filter for n values at rate p in cxt; bad n or p error first. */
