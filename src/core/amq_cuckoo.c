@@ -1400,6 +1400,54 @@ first_bucket(const amq_cuckoo_table *t, uint64_t hash)
 }
 
 /*
+ * Past half load, first buckets are more and more often full; then a value
+ * also reads its alternate bucket, and when both are full, the 8 buckets
+ * short_path_insert looks in first.  add_many requests those too, each once
+ * the buckets it is computed from should have arrived: a value's first
+ * bucket is read halfway to its turn, its pair a quarter of the way.  What
+ * is read then may change before the value's turn; the requests are only
+ * hints, and values are still added in order, so the bytes do not change.
+ * These return the buckets to request, and add_many requests them (see
+ * amq_prefetch_write).  In SQL, where the table scan keeps evicting the
+ * filter from the cache, this saved 4% and 10% of cuckoo_agg's time over
+ * 10M rows in two runs; with the filter in the cache it costs a little.
+ */
+static inline int
+second_if_first_full(const amq_cuckoo_table *t, uint32_t f, uint64_t hash,
+					 uint64_t *bucket)
+{
+	uint64_t	mixed = amq_fmix64(hash);
+	uint64_t	b1 = fastrange64(mixed, t->buckets);
+
+	if (bucket_find(t->words, b1, f, 0) >= 0)
+		return 0;
+	*bucket = alt_in(t, b1, fingerprint_of_mixed(mixed, f));
+	return 1;
+}
+
+static inline int
+paths_if_pair_full(const amq_cuckoo_table *t, uint32_t f, uint64_t hash,
+				   uint64_t buckets[8])
+{
+	uint64_t	mixed = amq_fmix64(hash);
+	uint64_t	from[2];
+	uint32_t	fps[8];
+	int			i;
+
+	from[0] = fastrange64(mixed, t->buckets);
+	if (bucket_find(t->words, from[0], f, 0) >= 0)
+		return 0;
+	from[1] = alt_in(t, from[0], fingerprint_of_mixed(mixed, f));
+	if (bucket_find(t->words, from[1], f, 0) >= 0)
+		return 0;
+	bucket_read(t->words, from[0], f, fps);
+	bucket_read(t->words, from[1], f, fps + 4);
+	for (i = 0; i < 8; i++)
+		buckets[i] = alt_in(t, from[i >> 2], fps[i]);
+	return 8;
+}
+
+/*
  * Adds hashes in order, each exactly as amq_cuckoo_add would: a value whose
  * first bucket in the last table has a free slot goes there, which is what
  * amq_cuckoo_add does first, without decoding the table again or computing
@@ -1429,6 +1477,22 @@ amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
 
 		if (i + PREFETCH_DISTANCE < count)
 			prefetch_bucket(&last, f, first_bucket(&last, hashes[i + PREFETCH_DISTANCE]));
+		if (last.items > 2 * last.buckets)
+		{
+			uint64_t	ahead[8];
+			int			n = 0,
+						k;
+
+			if (i + PREFETCH_DISTANCE / 2 < count)
+				n = second_if_first_full(&last, f, hashes[i + PREFETCH_DISTANCE / 2], ahead);
+			for (k = 0; k < n; k++)
+				prefetch_bucket(&last, f, ahead[k]);
+			n = 0;
+			if (i + PREFETCH_DISTANCE / 4 < count)
+				n = paths_if_pair_full(&last, f, hashes[i + PREFETCH_DISTANCE / 4], ahead);
+			for (k = 0; k < n; k++)
+				prefetch_bucket(&last, f, ahead[k]);
+		}
 		s = bucket_find(last.words, b1, f, 0);
 		if (s >= 0)
 		{
