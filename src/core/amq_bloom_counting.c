@@ -10,11 +10,20 @@
  * classic layout's, counter for bit, so a counting filter is exactly four
  * times the classic one at the same n and p and has its false-positive rate.
  *
- * Why counters at classic positions, not in blocks: a block of 512 bits
- * holds only 128 counters, so blocking would need the blocked layout's
- * extra space four times over, and the probe cost the blocked layout saves
- * is small next to hashing a Datum in SQL.  A counting filter is chosen for
- * deletion and counts, and its space is what matters most.
+ * Why counters at classic positions, not in blocks.  A blocked variant
+ * would put a key's k counters in one 64-byte line, as the blocked layout
+ * does its bits, and probe a present key with one cache miss instead of k.
+ * But a line holds only 128 counters, and keys per block vary (Poisson):
+ * with the model that sizes the blocked layout (whose measured rates match
+ * it, bench/LAYOUTS.md), 128-counter blocks at this layout's space give
+ * 1.62%, 0.39% and 0.14% at p = 1%, 0.1% and 0.01% (1.6, 3.9 and 14 times
+ * p), and reaching p takes 1.15, 1.35 and 1.6 times the space, 4.6 to 6.4
+ * times the classic layout's.  Splitting a key's counters over two lines
+ * still needs 1.05 to 1.15 times.  A counting filter is chosen for deletion
+ * and counts at a known rate, and it already costs 4 times the classic
+ * space; the probe it would save is measured beside the other layouts'
+ * (bench/LAYOUTS.md, make micro-bench: k lines requested together, one
+ * probe at a time).
  *
  * Four bits suffice (the counter of a position follows Poisson(ln 2) in an
  * optimally loaded filter; P(> 15) < 1e-15 per counter).  A counter that
