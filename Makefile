@@ -2,7 +2,8 @@
 #
 #   make                 build the extension
 #   make install         install it into $(PG_CONFIG)'s PostgreSQL
-#   make unittest        build and run the core unit tests (no PostgreSQL)
+#   make unittest        build and run the core unit tests (no server), and
+#                        check that the hot loops still prefetch
 #   make installcheck    pg_regress against a running server
 #   make micro-bench     the cores' cost per hash, without PostgreSQL
 #
@@ -62,8 +63,16 @@ test/test_%_asan: test/test_%.c $(TEST_HEADERS) $(CORE_SRCS) $(CORE_HEADERS)
 		-fno-sanitize-recover=all -fno-omit-frame-pointer \
 		-o $@ $< $(CORE_SRCS) -lm
 
-unittest: core-purity $(UNIT_TESTS)
+unittest: core-purity prefetch-check $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do ./$$t; done
+
+# The hot loops of the objects the extension is built from still prefetch
+# (test/prefetch_check.sh says why that can silently stop).
+PREFETCH_OBJS = src/core/amq_bloom.o src/core/amq_bloom_counting.o \
+	src/core/amq_bloom_dleft.o src/core/amq_cuckoo.o
+.PHONY: prefetch-check
+prefetch-check: $(PREFETCH_OBJS)
+	@bash test/prefetch_check.sh $(PREFETCH_OBJS)
 
 unittest-asan: core-purity $(UNIT_TESTS:=_asan)
 	@set -e; for t in $(UNIT_TESTS:=_asan); do ./$$t; done
