@@ -750,19 +750,12 @@ amq_bloom_add(amq_bloom_view *view, uint64_t hash, uint32_t family)
 	return status;
 }
 
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH_WRITE(p) __builtin_prefetch((p), 1)
-#else
-#define PREFETCH_WRITE(p) ((void) (p))
-#endif
-
 /* Hints the cache line(s) a key will touch; a no-op where unsupported. */
 static inline void
 prefetch_key(const amq_bloom_view *view, uint64_t hash)
 {
-#if defined(__GNUC__) || defined(__clang__)
 	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
-		__builtin_prefetch(view->bits + fastrange64(hash, view->nblocks) * BLOCK_BYTES, 1);
+		amq_prefetch_write(view->bits + fastrange64(hash, view->nblocks) * BLOCK_BYTES);
 	else
 	{
 		uint64_t	h2 = fmix64(hash);
@@ -773,12 +766,8 @@ prefetch_key(const amq_bloom_view *view, uint64_t hash)
 		unsigned	shift = view->cells ? 1 : 3;
 
 		for (i = 0; i < view->hashes; i++, x += h2)
-			__builtin_prefetch(view->bits + (fastrange64(x, slots) >> shift), 1);
+			amq_prefetch_write(view->bits + (fastrange64(x, slots) >> shift));
 	}
-#else
-	(void) view;
-	(void) hash;
-#endif
 }
 
 /*
@@ -814,11 +803,11 @@ amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes, size_t count,
 		uint64_t	nblocks = view->nblocks;
 
 		for (i = 0; i < count && i < ADD_PREFETCH_DISTANCE; i++)
-			PREFETCH_WRITE(bits + fastrange64(hashes[i], nblocks) * BLOCK_BYTES);
+			amq_prefetch_write(bits + fastrange64(hashes[i], nblocks) * BLOCK_BYTES);
 		for (i = 0; i < count; i++)
 		{
 			if (i + ADD_PREFETCH_DISTANCE < count)
-				PREFETCH_WRITE(bits + fastrange64(hashes[i + ADD_PREFETCH_DISTANCE], nblocks) * BLOCK_BYTES);
+				amq_prefetch_write(bits + fastrange64(hashes[i + ADD_PREFETCH_DISTANCE], nblocks) * BLOCK_BYTES);
 			set_bits(view, hashes[i]);
 		}
 		count_added(view, count, family);

@@ -93,9 +93,7 @@ amq_counting_min(const amq_bloom_view *view, uint64_t hash)
 	for (i = 0; i < view->hashes; i++, x += h2)
 	{
 		pos[i] = fastrange64(x, view->cells);
-#if defined(__GNUC__) || defined(__clang__)
-		__builtin_prefetch(view->bits + (pos[i] >> 1));
-#endif
+		amq_prefetch_read(view->bits + (pos[i] >> 1));
 	}
 	for (i = 0; i < view->hashes && min > 0; i++)
 	{

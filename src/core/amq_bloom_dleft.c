@@ -174,10 +174,9 @@ void
 amq_dleft_consts_init(amq_dleft_consts *c, uint64_t buckets, uint32_t fp_bits)
 {
 	int			t;
-
 	unsigned	w = fp_bits + 2;
+	unsigned	q = 57 / w;		/* cells per group */
 	unsigned	i;
-	unsigned	q = 57 / w;
 
 	c->n = buckets << fp_bits;
 	for (t = 0; t < TABLES; t++)
@@ -340,6 +339,24 @@ lowest_bit(uint64_t x)
 }
 
 /*
+ * Group i of a bucket's readable bytes (see amq_dleft_consts): its cells in
+ * consecutive fields of a word, the bits above them zero.
+ */
+static inline uint64_t
+group_at(const amq_dleft_consts *c, const uint8_t *bytes, unsigned i)
+{
+	return (load_le64(bytes + c->group_byte[i]) >> c->group_shift[i]) &
+		c->group_mask[i];
+}
+
+/* Bit 0 of each field of a group word whose cell is used (counter > 0). */
+static inline uint64_t
+used_cells(const amq_dleft_consts *c, uint64_t x)
+{
+	return (x | (x >> 1)) & c->group_rep;
+}
+
+/*
  * The cell of a bucket that is used and holds fp (a bucket has at most one:
  * a key has at most one cell), or -1; with load, the number of used cells
  * too when there is no such cell.  Scanned several cells at a time: a word
@@ -372,11 +389,10 @@ scan_bucket(const dleft *g, const uint8_t *bucket, uint64_t fp, unsigned *load)
 
 	for (i = 0; i < c->groups; i++)
 	{
-		uint64_t	x = ((load_le64(bytes + c->group_byte[i]) >> c->group_shift[i]) ^ want) &
-			c->group_mask[i];
+		uint64_t	x = group_at(c, bytes, i) ^ (want & c->group_mask[i]);
 		uint64_t	fps = x & fp_bits;
 		uint64_t	zero = ~(((fps & low) + low) | fps) & top;
-		uint64_t	in_use = (x | (x >> 1)) & rep;
+		uint64_t	in_use = used_cells(c, x);
 		uint64_t	m = (zero >> (w - 1)) & in_use;
 
 		if (m != 0)
@@ -407,14 +423,12 @@ lowest_empty(const dleft *g, const uint8_t *bucket)
 	uint8_t		pad[BUCKET_READ_BYTES];
 	const uint8_t *bytes = readable_bucket(g, bucket, pad);
 	const amq_dleft_consts *c = g->c;
-	uint64_t	rep = c->group_rep;
 	unsigned	i;
 
 	for (i = 0; i < c->groups; i++)
 	{
-		uint64_t	x = (load_le64(bytes + c->group_byte[i]) >> c->group_shift[i]) &
-			c->group_mask[i];
-		uint64_t	empty = ~(x | (x >> 1)) & rep & c->group_mask[i];
+		uint64_t	empty = ~used_cells(c, group_at(c, bytes, i)) &
+			c->group_rep & c->group_mask[i];
 
 		if (empty != 0)
 			return c->group_first[i] + lowest_bit(empty) / g->width;
@@ -466,18 +480,13 @@ make_cell(uint64_t fp, unsigned counter)
 static inline void
 prefetch_located(const dleft *g, const dleft_key *key)
 {
-#if defined(__GNUC__) || defined(__clang__)
 	int			t;
 
 	for (t = 0; t < TABLES; t++)
 	{
-		__builtin_prefetch(key->bucket[t], 1);
-		__builtin_prefetch(key->bucket[t] + g->width - 1, 1);
+		amq_prefetch_write(key->bucket[t]);
+		amq_prefetch_write(key->bucket[t] + g->width - 1);
 	}
-#else
-	(void) g;
-	(void) key;
-#endif
 }
 
 /*

@@ -866,6 +866,22 @@ prefetch_bucket(const amq_cuckoo_table *t, uint32_t f, uint64_t b)
 }
 
 /*
+ * The 8 fingerprints of the pair (b1, b2) into fps, and the bucket each
+ * would move to into alts: the first level of short_path_insert's search.
+ */
+static inline void
+pair_moves(const amq_cuckoo_table *t, uint32_t f, uint64_t b1, uint64_t b2,
+		   uint32_t fps[8], uint64_t alts[8])
+{
+	int			i;
+
+	bucket_read(t->words, b1, f, fps);
+	bucket_read(t->words, b2, f, fps + 4);
+	for (i = 0; i < 8; i++)
+		alts[i] = alt_in(t, i < 4 ? b1 : b2, fps[i]);
+}
+
+/*
  * Inserts fp into its full pair (b1, b2) by the shortest sequence of at most
  * two moves that ends in a free slot, searched breadth first: first the
  * alternate buckets of the pair's 8 fingerprints, then the alternates of
@@ -891,13 +907,9 @@ short_path_insert(amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1,
 				j,
 				s;
 
-	bucket_read(t->words, b1, f, fp1);
-	bucket_read(t->words, b2, f, fp1 + 4);
+	pair_moves(t, f, b1, b2, fp1, alt1);
 	for (i = 0; i < 8; i++)
-	{
-		alt1[i] = alt_in(t, from[i >> 2], fp1[i]);
 		prefetch_bucket(t, f, alt1[i]);
-	}
 	for (i = 0; i < 8; i++)
 	{
 		if ((s = bucket_find(t->words, alt1[i], f, 0)) >= 0)
@@ -1430,20 +1442,16 @@ paths_if_pair_full(const amq_cuckoo_table *t, uint32_t f, uint64_t hash,
 				   uint64_t buckets[8])
 {
 	uint64_t	mixed = amq_fmix64(hash);
-	uint64_t	from[2];
+	uint64_t	b1 = fastrange64(mixed, t->buckets);
+	uint64_t	b2;
 	uint32_t	fps[8];
-	int			i;
 
-	from[0] = fastrange64(mixed, t->buckets);
-	if (bucket_find(t->words, from[0], f, 0) >= 0)
+	if (bucket_find(t->words, b1, f, 0) >= 0)
 		return 0;
-	from[1] = alt_in(t, from[0], fingerprint_of_mixed(mixed, f));
-	if (bucket_find(t->words, from[1], f, 0) >= 0)
+	b2 = alt_in(t, b1, fingerprint_of_mixed(mixed, f));
+	if (bucket_find(t->words, b2, f, 0) >= 0)
 		return 0;
-	bucket_read(t->words, from[0], f, fps);
-	bucket_read(t->words, from[1], f, fps + 4);
-	for (i = 0; i < 8; i++)
-		buckets[i] = alt_in(t, from[i >> 2], fps[i]);
+	pair_moves(t, f, b1, b2, fps, buckets);
 	return 8;
 }
 
@@ -1605,13 +1613,14 @@ rehome_victim(amq_cuckoo_table *t, uint32_t f, uint64_t seed)
 {
 	uint32_t	fp = t->victim_fp;
 	uint64_t	b = t->victim_bucket;
+	uint64_t	alt;
 	uint64_t	rng = seed ^ fp;
 
 	if (fp == 0)
 		return;
 	set_victim(t, 0, 0);
-	if (!place(t, f, fp, b, alt_in(t, b, fp)) &&
-		!short_path_insert(t, f, fp, b, alt_in(t, b, fp)))
+	alt = alt_in(t, b, fp);
+	if (!place(t, f, fp, b, alt) && !short_path_insert(t, f, fp, b, alt))
 		kick_insert(t, f, fp, b, &rng);
 }
 
