@@ -845,8 +845,10 @@ may_contain(const amq_bloom_view *view, uint64_t hash, amq_read_fn read,
 		return false;
 
 	/* in memory only: amq_bloom_probe_reads refuses these layouts */
-	if (amq_bloom_layout_counts(view->layout))
-		return amq_bloom_count(view, hash) > 0;
+	if (view->layout == AMQ_BLOOM_LAYOUT_DLEFT)
+		return amq_dleft_contains(view, hash);
+	if (view->layout == AMQ_BLOOM_LAYOUT_COUNTING)
+		return amq_counting_min(view, hash) > 0;
 	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
 	{
 		const uint8_t *block = read(ctx, AMQ_BLOOM_HEADER_SIZE +

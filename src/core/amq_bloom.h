@@ -111,6 +111,9 @@ typedef struct amq_dleft_consts
 	uint64_t	group_mask[AMQ_BLOOM_DLEFT_CELLS];
 	uint64_t	group_rep;		/* bit 0 of each of q cells */
 	uint64_t	group_top;		/* the top bit of each of q cells */
+	uint8_t		cell_of_bit[64];	/* a cell's bit 0 in a group -> its index
+									 * there (no division by r + 2) */
+	uint64_t	table_bytes;	/* B * (r + 2): one sub-table's bytes */
 } amq_dleft_consts;
 
 /* Decoded header plus pointers into the buffer it was decoded from. */

@@ -37,8 +37,9 @@
  *
  * Insertion first looks for the key's cell in all d buckets and increments
  * its counter; otherwise it takes an empty cell in the least loaded of its d
- * buckets, the leftmost sub-table on ties (d-left hashing).  Probing and
- * counting look at all d buckets.
+ * buckets, the leftmost sub-table on ties (d-left hashing).  Counting
+ * stops at the first sub-table that holds the key; the membership test
+ * reads all d buckets and tests them without a branch between them.
  *
  * Limits, decided so that a key added and not deleted is never reported
  * absent:
@@ -185,6 +186,10 @@ amq_dleft_consts_init(amq_dleft_consts *c, uint64_t buckets, uint32_t fp_bits)
 	for (i = 0; i < q; i++)
 		c->group_rep |= UINT64_C(1) << (i * w);
 	c->group_top = c->group_rep << (w - 1);
+	memset(c->cell_of_bit, 0, sizeof(c->cell_of_bit));
+	for (i = 0; i < q; i++)
+		c->cell_of_bit[i * w] = (uint8_t) i;
+	c->table_bytes = buckets * w;
 	c->groups = 0;
 	for (i = 0; i < CELLS; i += q)
 	{
@@ -274,18 +279,25 @@ typedef struct dleft_key
 } dleft_key;
 
 static inline void
+locate_in(const dleft *g, int t, uint64_t v, dleft_key *key)
+{
+	uint64_t	x = permute(g->c, t, v);
+
+	key->bucket[t] = g->bits + t * g->c->table_bytes + (x >> g->r) * g->width;
+	key->fp[t] = x & ((UINT64_C(1) << g->r) - 1);
+}
+
+/* Written out per sub-table: a loop of four is not unrolled by every compiler. */
+#if AMQ_BLOOM_DLEFT_TABLES != 4
+#error "locate_v places four sub-tables"
+#endif
+static AMQ_ALWAYS_INLINE void
 locate_v(const dleft *g, uint64_t v, dleft_key *key)
 {
-	uint64_t	mask = (UINT64_C(1) << g->r) - 1;
-	int			t;
-
-	for (t = 0; t < TABLES; t++)
-	{
-		uint64_t	x = permute(g->c, t, v);
-
-		key->bucket[t] = g->bits + ((uint64_t) t * g->buckets + (x >> g->r)) * g->width;
-		key->fp[t] = x & mask;
-	}
+	locate_in(g, 0, v, key);
+	locate_in(g, 1, v, key);
+	locate_in(g, 2, v, key);
+	locate_in(g, 3, v, key);
 }
 
 static inline void
@@ -357,52 +369,86 @@ used_cells(const amq_dleft_consts *c, uint64_t x)
 }
 
 /*
+ * The cells of a group word (bit 0 of each field) that are used and hold
+ * the fingerprint in want (fp << 2 in each of the group's fields).  In x =
+ * cells ^ want, field by field, a cell matches when its fingerprint bits
+ * are zero and its counter bits are not.  Zero fields are found exactly,
+ * with no carry between fields: adding all ones below each field's top bit
+ * sets that bit unless the bits below are zero, and or-ing the field itself
+ * in covers the top bit.  Without branches on the cells: whether one is
+ * used or matches is as unpredictable as the keys.
+ */
+static inline uint64_t
+group_matches(const dleft *g, uint64_t cells, uint64_t want)
+{
+	const amq_dleft_consts *c = g->c;
+	uint64_t	top = c->group_top;
+	uint64_t	low = top - c->group_rep;	/* the bits below each top bit */
+	uint64_t	fps = (cells ^ want) & ~(c->group_rep * 3);
+	uint64_t	zero = ~(((fps & low) + low) | fps) & top;
+
+	return (zero >> (g->width - 1)) & used_cells(c, cells);
+}
+
+/*
  * The cell of a bucket that is used and holds fp (a bucket has at most one:
- * a key has at most one cell), or -1; with load, the number of used cells
- * too when there is no such cell.  Scanned several cells at a time: a word
- * read from the bucket's bytes holds q = floor(57 / w) whole cells after
- * the shift to the first one's bit (at most 7), q w <= 57 bits, so a
- * bucket is ceil(8 / q) words (two at p = 1%, where w = 12), each costing
- * about what one cell did read alone.  In x = cells ^ (fp << 2), field by
- * field, a cell matches when its fingerprint bits are zero and its counter
- * bits are not.  Zero fields are found exactly, with no carry between
- * fields: adding all ones below each field's top bit sets that bit unless
- * the bits below are zero, and or-ing the field itself in covers the top
- * bit.  Without branches on the cells: whether one is used or matches is
- * as unpredictable as the keys.  scan_bucket is inlined, so a probe, which
- * passes no load, compiles to the match alone.
+ * a key has at most one cell), or -1; *cell gets its bits (counter and
+ * fingerprint) when there is one, and with load, the number of used cells
+ * when there is none.  Scanned several cells at a time: a word read from
+ * the bucket's bytes holds q = floor(57 / w) whole cells after the shift to
+ * the first one's bit (at most 7), q w <= 57 bits, so a bucket is
+ * ceil(8 / q) words (two at p = 1%, where w = 12), each costing about what
+ * one cell did read alone.  Inlined, so a caller that passes no load
+ * compiles to the match alone.
  */
 static inline int
-scan_bucket(const dleft *g, const uint8_t *bucket, uint64_t fp, unsigned *load)
+scan_bucket(const dleft *g, const uint8_t *bucket, uint64_t fp, unsigned *load,
+			uint64_t *cell)
 {
 	uint8_t		pad[BUCKET_READ_BYTES];
 	const uint8_t *bytes = readable_bucket(g, bucket, pad);
 	const amq_dleft_consts *c = g->c;
-	unsigned	w = g->width;
-	uint64_t	rep = c->group_rep;
-	uint64_t	top = c->group_top;
-	uint64_t	low = top - rep;	/* the bits below each field's top bit */
-	uint64_t	fp_bits = ~(rep * 3);
-	uint64_t	want = (fp << 2) * rep;
+	uint64_t	want = (fp << 2) * c->group_rep;
 	unsigned	used = 0;
 	unsigned	i;
 
 	for (i = 0; i < c->groups; i++)
 	{
-		uint64_t	x = group_at(c, bytes, i) ^ (want & c->group_mask[i]);
-		uint64_t	fps = x & fp_bits;
-		uint64_t	zero = ~(((fps & low) + low) | fps) & top;
-		uint64_t	in_use = used_cells(c, x);
-		uint64_t	m = (zero >> (w - 1)) & in_use;
+		uint64_t	cells = group_at(c, bytes, i);
+		uint64_t	m = group_matches(g, cells, want & c->group_mask[i]);
 
 		if (m != 0)
-			return (int) (c->group_first[i] + lowest_bit(m) / w);
+		{
+			unsigned	bit = lowest_bit(m);
+
+			*cell = (cells >> bit) & ((UINT64_C(1) << g->width) - 1);
+			return (int) (c->group_first[i] + c->cell_of_bit[bit]);
+		}
 		if (load != NULL)
-			used += amq_popcount64(in_use);
+			used += amq_popcount64(used_cells(c, cells));
 	}
 	if (load != NULL)
 		*load = used;
 	return -1;
+}
+
+/*
+ * Nonzero if a bucket has a used cell holding fp: scan_bucket's question
+ * without the loop exit, whose direction is as unpredictable as the keys.
+ */
+static inline uint64_t
+bucket_holds(const dleft *g, const uint8_t *bucket, uint64_t fp)
+{
+	uint8_t		pad[BUCKET_READ_BYTES];
+	const uint8_t *bytes = readable_bucket(g, bucket, pad);
+	const amq_dleft_consts *c = g->c;
+	uint64_t	want = (fp << 2) * c->group_rep;
+	uint64_t	any = 0;
+	unsigned	i;
+
+	for (i = 0; i < c->groups; i++)
+		any |= group_matches(g, group_at(c, bytes, i), want & c->group_mask[i]);
+	return any;
 }
 
 /* scan_bucket of a bucket of an opened view, for the unit tests. */
@@ -411,9 +457,10 @@ amq_dleft_scan_bucket(const amq_bloom_view *view, const uint8_t *bucket,
 					  uint64_t fp, unsigned *load)
 {
 	dleft		g;
+	uint64_t	cell;
 
 	dleft_begin(&g, view);
-	return scan_bucket(&g, bucket, fp, load);
+	return scan_bucket(&g, bucket, fp, load, &cell);
 }
 
 /* The lowest empty cell of a bucket that has one. */
@@ -491,9 +538,9 @@ prefetch_located(const dleft *g, const dleft_key *key)
 
 /*
  * The key's cell: sets *bucket, *j and *cell, false if it has none.  Stops
- * at the first sub-table that has it.
+ * at the first sub-table that has it.  Inlined: it is most of a probe.
  */
-static bool
+static inline bool
 find_cell(const dleft *g, const dleft_key *key, uint8_t **bucket, unsigned *j,
 		  uint64_t *cell)
 {
@@ -503,13 +550,12 @@ find_cell(const dleft *g, const dleft_key *key, uint8_t **bucket, unsigned *j,
 	prefetch_located(g, key);
 	for (t = 0; t < TABLES; t++)
 	{
-		int			match = scan_bucket(g, key->bucket[t], key->fp[t], NULL);
+		int			match = scan_bucket(g, key->bucket[t], key->fp[t], NULL, cell);
 
 		if (match >= 0)
 		{
 			*bucket = key->bucket[t];
 			*j = (unsigned) match;
-			*cell = get_cell(g, *bucket, *j);
 			return true;
 		}
 	}
@@ -532,11 +578,12 @@ add_located(const dleft *g, const dleft_key *key, unsigned count)
 
 	for (t = 0; t < TABLES; t++)
 	{
-		int			match = scan_bucket(g, key->bucket[t], key->fp[t], &load[t]);
+		uint64_t	cell;
+		int			match = scan_bucket(g, key->bucket[t], key->fp[t], &load[t],
+										&cell);
 
 		if (match >= 0)
 		{
-			uint64_t	cell = get_cell(g, key->bucket[t], (unsigned) match);
 			unsigned	n = (unsigned) (cell & 3);
 
 			if (n < DMAX)
@@ -680,6 +727,29 @@ amq_dleft_add_many(const amq_bloom_view *view, const uint64_t *hashes,
 	}
 	*done = count;
 	return AMQ_OK;
+}
+
+/*
+ * Whether the key has a cell: the membership test.  All d buckets are
+ * read, requested together, and tested without a branch between them: a
+ * stored key sits in any of the sub-tables, so stopping at the first match
+ * (as counting does) mispredicts where it stops, which costs more than
+ * scanning the rest of buckets already in cache.
+ */
+bool
+amq_dleft_contains(const amq_bloom_view *view, uint64_t hash)
+{
+	dleft		g;
+	dleft_key	key;
+	uint64_t	any = 0;
+	int			t;
+
+	dleft_begin(&g, view);
+	locate(&g, hash, &key);
+	prefetch_located(&g, &key);
+	for (t = 0; t < TABLES; t++)
+		any |= bucket_holds(&g, key.bucket[t], key.fp[t]);
+	return any != 0;
 }
 
 /* The counter of the key's cell, 0 if it has none. */

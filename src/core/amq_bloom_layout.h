@@ -42,6 +42,7 @@ extern amq_status amq_dleft_add_many(const amq_bloom_view *view,
 									 const uint64_t *hashes, size_t count,
 									 size_t *done);
 extern uint64_t amq_dleft_counter(const amq_bloom_view *view, uint64_t hash);
+extern bool amq_dleft_contains(const amq_bloom_view *view, uint64_t hash);
 extern bool amq_dleft_delete(const amq_bloom_view *view, uint64_t hash);
 extern amq_status amq_dleft_merge(amq_bloom_view *dst, const amq_bloom_view *src,
 								  size_t from, size_t to, bool intersect);
