@@ -149,14 +149,14 @@ bloom_delete(PG_FUNCTION_ARGS)
  */
 static bool
 probe_args(FunctionCallInfo fcinfo, int filter_arg, int value_arg,
-		   amq_bloom_view *view, uint64 *hash, amq_read_fn *read,
+		   const amq_bloom_view **view, uint64 *hash, amq_read_fn *read,
 		   AmqFilterCache **filter)
 {
 	*filter = &amq_call_cache(fcinfo)->filter[0];
 	/* a stored filter may be read in slices (filter_access.c) */
 	*read = amq_filter_probe_arg(fcinfo, filter_arg, *filter, &amq_bloom_format,
-								 view);
-	return amq_probe_hash(fcinfo, value_arg, view->family, view->seed,
+								 (const void **) view);
+	return amq_probe_hash(fcinfo, value_arg, (*view)->family, (*view)->seed,
 						  "bloom filter", hash);
 }
 
@@ -164,15 +164,15 @@ probe_args(FunctionCallInfo fcinfo, int filter_arg, int value_arg,
 static bool
 probe(FunctionCallInfo fcinfo, int filter_arg, int value_arg)
 {
-	amq_bloom_view view;
+	const amq_bloom_view *view;
 	uint64		hash;
 	amq_read_fn read;
 	AmqFilterCache *filter;
 
 	if (!probe_args(fcinfo, filter_arg, value_arg, &view, &hash, &read, &filter))
 		return false;
-	return read ? amq_bloom_may_contain_read(&view, hash, read, filter)
-		: amq_bloom_may_contain(&view, hash);
+	return read ? amq_bloom_may_contain_read(view, hash, read, filter)
+		: amq_bloom_may_contain(view, hash);
 }
 
 /*
@@ -182,7 +182,7 @@ probe(FunctionCallInfo fcinfo, int filter_arg, int value_arg)
 Datum
 bloom_count(PG_FUNCTION_ARGS)
 {
-	amq_bloom_view view;
+	const amq_bloom_view *view;
 	uint64		hash;
 	uint64		n = 0;
 	amq_read_fn read;
@@ -190,8 +190,8 @@ bloom_count(PG_FUNCTION_ARGS)
 
 	/* only the bit layouts are read in slices; they count 1 or 0 */
 	if (probe_args(fcinfo, 0, 1, &view, &hash, &read, &filter))
-		n = read ? amq_bloom_may_contain_read(&view, hash, read, filter)
-			: amq_bloom_count(&view, hash);
+		n = read ? amq_bloom_may_contain_read(view, hash, read, filter)
+			: amq_bloom_count(view, hash);
 	PG_RETURN_INT32(n > PG_INT32_MAX ? PG_INT32_MAX : (int32) n);
 }
 

@@ -142,13 +142,13 @@ cuckoo_delete(PG_FUNCTION_ARGS)
  */
 static bool
 probe_args(FunctionCallInfo fcinfo, int filter_arg, int value_arg,
-		   amq_cuckoo_view *view, uint64 *hash, amq_read_fn *read,
+		   const amq_cuckoo_view **view, uint64 *hash, amq_read_fn *read,
 		   AmqFilterCache **filter)
 {
 	*filter = &amq_call_cache(fcinfo)->filter[0];
 	*read = amq_filter_probe_arg(fcinfo, filter_arg, *filter,
-								 &amq_cuckoo_format, view);
-	return amq_probe_hash(fcinfo, value_arg, view->family, view->seed,
+								 &amq_cuckoo_format, (const void **) view);
+	return amq_probe_hash(fcinfo, value_arg, (*view)->family, (*view)->seed,
 						  "cuckoo filter", hash);
 }
 
@@ -156,15 +156,15 @@ probe_args(FunctionCallInfo fcinfo, int filter_arg, int value_arg,
 static bool
 probe(FunctionCallInfo fcinfo, int filter_arg, int value_arg)
 {
-	amq_cuckoo_view view;
+	const amq_cuckoo_view *view;
 	uint64		hash;
 	amq_read_fn read;
 	AmqFilterCache *filter;
 
 	if (!probe_args(fcinfo, filter_arg, value_arg, &view, &hash, &read, &filter))
 		return false;
-	return read ? amq_cuckoo_may_contain_read(&view, hash, read, filter)
-		: amq_cuckoo_may_contain(&view, hash);
+	return read ? amq_cuckoo_may_contain_read(view, hash, read, filter)
+		: amq_cuckoo_may_contain(view, hash);
 }
 
 /* cuckoo_contains(cuckoo, anyelement): false means certainly not stored */
@@ -188,15 +188,15 @@ cuckoo_contained_by(PG_FUNCTION_ARGS)
 Datum
 cuckoo_count(PG_FUNCTION_ARGS)
 {
-	amq_cuckoo_view view;
+	const amq_cuckoo_view *view;
 	uint64		hash;
 	uint64		n = 0;
 	amq_read_fn read;
 	AmqFilterCache *filter;
 
 	if (probe_args(fcinfo, 0, 1, &view, &hash, &read, &filter))
-		n = read ? amq_cuckoo_count_read(&view, hash, read, filter)
-			: amq_cuckoo_count(&view, hash);
+		n = read ? amq_cuckoo_count_read(view, hash, read, filter)
+			: amq_cuckoo_count(view, hash);
 	PG_RETURN_INT32(n > PG_INT32_MAX ? PG_INT32_MAX : (int32) n);
 }
 

@@ -462,16 +462,44 @@ slice_begin(AmqFilterCache *cache, const AmqFormat *format,
 }
 
 /*
+ * Opens filter argument argno as amq_filter_open_arg does, but leaves the
+ * view in the cache and returns it: a probe only reads it, and a view
+ * copied for every row is the same work each time (368 bytes for a bloom
+ * filter).  The cached value's view stays in cache->view; any other value
+ * is opened into cache->scratch, which only this call uses.
+ */
+static const void *
+probe_view(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
+		   const AmqFormat *format)
+{
+	uint8	   *data;
+	size_t		len;
+
+	Assert(format->view_size <= sizeof(cache->view));
+	if (amq_filter_arg(fcinfo, argno, cache, format, &data, &len))
+		return &cache->view;
+	if (cache->valid && data == cache->data)
+	{
+		amq_open_or_error(format, data, len, AMQ_GATE_STORED, &cache->view);
+		cache->opened = true;
+		return &cache->view;
+	}
+	amq_open_or_error(format, data, len, AMQ_GATE_STORED, &cache->scratch);
+	return &cache->scratch;
+}
+
+/*
  * Opens filter argument argno for a probe.  A value stored out of line and
- * uncompressed is probed through slices (see the file header): *view gets
- * its validated header, and the result is the read function to probe it
- * with, the cache being its context.  Any other value, or one the adaptive
- * rule now reads whole, is opened as amq_filter_open_arg does; the result
- * is then NULL and *view points at the bytes.
+ * uncompressed is probed through slices (see the file header): *view is
+ * then its validated header, and the result is the read function to probe
+ * it with, the cache being its context.  Any other value, or one the
+ * adaptive rule now reads whole, is opened whole; the result is then NULL
+ * and *view points at the bytes.  *view lives in the cache: valid until the
+ * next call, not to be changed.
  */
 amq_read_fn
 amq_filter_probe_arg(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
-					 const AmqFormat *format, void *view)
+					 const AmqFormat *format, const void **view)
 {
 	struct varlena *raw = (struct varlena *) DatumGetPointer(PG_GETARG_DATUM(argno));
 
@@ -492,13 +520,13 @@ amq_filter_probe_arg(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
 				cache->slice_reads < cache->slice_budget)
 			{
 				cache->pointer = raw;
-				memcpy(view, &cache->view, format->view_size);
+				*view = &cache->view;
 				return slice_read;
 			}
 			/* slices now cost more than the copy: read it whole */
 			cache->sliced = false;
 		}
 	}
-	amq_filter_open_arg(fcinfo, argno, cache, format, view);
+	*view = probe_view(fcinfo, argno, cache, format);
 	return NULL;
 }

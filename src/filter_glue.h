@@ -35,6 +35,7 @@ typedef struct AmqFilterCache
 	size_t		len;
 	bool		opened;			/* view below is filled in */
 	AmqAnyView	view;			/* of the copy, or of the header (sliced) */
+	AmqAnyView	scratch;		/* a probe's view of any other value */
 	/* slice probing (amq_filter_probe_arg) */
 	const AmqFormat *format;
 	struct varlena *pointer;	/* the TOAST pointer of the current call */
@@ -68,7 +69,8 @@ extern struct varlena *amq_merge_remember(FunctionCallInfo fcinfo,
 										  struct varlena *result);
 extern amq_read_fn amq_filter_probe_arg(FunctionCallInfo fcinfo, int argno,
 										AmqFilterCache *cache,
-										const AmqFormat *format, void *view);
+										const AmqFormat *format,
+										const void **view);
 
 /* hashing.c: values -> 64-bit hashes that agree with the type's equality */
 typedef struct AmqHasher
