@@ -312,15 +312,22 @@ amq_varlena_copy(const void *data, size_t len)
  * what follows its header_size-byte header starts on a cache-line boundary:
  * then each 512-bit block of a blocked bloom filter is one cache line.
  * Returns the filter's start; *alloc is what to pfree.
+ *
+ * A filter large enough for huge pages starts its array on a 2 MB
+ * boundary instead, so that the hint covers all of it but the last partial
+ * page: from a line-aligned start, up to 2 MB at each end stayed in 4 kB
+ * pages, half of a 4 MB filter.  The extra address space is never touched.
  */
 uint8 *
 amq_alloc_aligned(MemoryContext cxt, size_t bytes, size_t header_size,
 				  void **alloc)
 {
-	char	   *raw = MemoryContextAllocHuge(cxt, bytes + AMQ_CACHE_LINE);
-	uintptr_t	data = TYPEALIGN(AMQ_CACHE_LINE, (uintptr_t) raw + header_size);
+	size_t		align = bytes >= AMQ_HUGE_PAGE_MIN_BYTES ?
+		AMQ_HUGE_PAGE_BYTES : AMQ_CACHE_LINE;
+	char	   *raw = MemoryContextAllocHuge(cxt, bytes + align);
+	uintptr_t	data = TYPEALIGN(align, (uintptr_t) raw + header_size);
 
-	amq_hint_huge_pages(raw, bytes + AMQ_CACHE_LINE);
+	amq_hint_huge_pages(raw, bytes + align);
 
 	*alloc = raw;
 	return (uint8 *) (data - header_size);
