@@ -198,9 +198,9 @@ amq_cuckoo_index(uint64_t hash, uint64_t buckets)
 	return fastrange64(amq_fmix64(hash), buckets);
 }
 
-uint64_t
-amq_cuckoo_alternate(uint64_t bucket, uint32_t fp, uint64_t base_buckets,
-					 unsigned level)
+/* Inline for the core's own hot paths (adds, probes, evictions). */
+static inline uint64_t
+alternate(uint64_t bucket, uint32_t fp, uint64_t base_buckets, unsigned level)
 {
 	uint64_t	high = bucket >> level;
 	uint64_t	low = bucket & ((UINT64_C(1) << level) - 1);
@@ -209,6 +209,13 @@ amq_cuckoo_alternate(uint64_t bucket, uint32_t fp, uint64_t base_buckets,
 	uint64_t	mask = level ? amq_fmix64(fp + GOLDEN64) >> (64 - level) : 0;
 
 	return (alt_high << level) | (low ^ mask);
+}
+
+uint64_t
+amq_cuckoo_alternate(uint64_t bucket, uint32_t fp, uint64_t base_buckets,
+					 unsigned level)
+{
+	return alternate(bucket, fp, base_buckets, level);
 }
 
 /* ----------------------------------------------------------------
@@ -391,7 +398,7 @@ amq_cuckoo_slot(const amq_cuckoo_view *view, const amq_cuckoo_table *table,
 static inline uint64_t
 alt_in(const amq_cuckoo_table *t, uint64_t bucket, uint32_t fp)
 {
-	return amq_cuckoo_alternate(bucket, fp, t->base, t->level);
+	return alternate(bucket, fp, t->base, t->level);
 }
 
 /* The bucket pair in table t of a value whose hash mixes to mixed. */
@@ -1456,11 +1463,12 @@ paths_if_pair_full(const amq_cuckoo_table *t, uint32_t f, uint64_t hash,
 }
 
 /*
- * Adds hashes in order, each exactly as amq_cuckoo_add would: a value whose
- * first bucket in the last table has a free slot goes there, which is what
- * amq_cuckoo_add does first, without decoding the table again or computing
- * the alternate bucket; any other value takes amq_cuckoo_add's whole path.
- * Below the filter's design load nearly every value takes the short one.
+ * Adds hashes in order, each exactly as amq_cuckoo_add would: a value with a
+ * free slot in its first bucket of the last table, or else in its alternate
+ * there, goes to that slot, which is what amq_cuckoo_add does first, without
+ * the walk over the tables; only a value whose pair in the last table is
+ * full takes amq_cuckoo_add's whole path.  Below the filter's design load
+ * nearly every value takes the short one.
  */
 amq_status
 amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
@@ -1502,6 +1510,12 @@ amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
 				prefetch_bucket(&last, f, ahead[k]);
 		}
 		s = bucket_find(last.words, b1, f, 0);
+		if (s < 0)
+		{
+			/* amq_cuckoo_add's next place: the alternate, same table */
+			b1 = alt_in(&last, b1, fingerprint_of_mixed(mixed, f));
+			s = bucket_find(last.words, b1, f, 0);
+		}
 		if (s >= 0)
 		{
 			slot_set(last.words, 4 * b1 + (unsigned) s, f,
