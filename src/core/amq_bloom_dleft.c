@@ -523,16 +523,29 @@ make_cell(uint64_t fp, unsigned counter)
 	return (fp << 2) | counter;
 }
 
-/* Hints the cache lines of a located key's buckets. */
+/*
+ * Hints the cache lines of a located key's buckets, to be written (adds,
+ * deletes) or only read (the membership test: a line requested for writing
+ * is fetched for ownership, which a reader does not need; make micro-bench,
+ * 2M keys: present probes 45 -> 42 ns).
+ */
 static inline void
-prefetch_located(const dleft *g, const dleft_key *key)
+prefetch_located(const dleft *g, const dleft_key *key, bool for_write)
 {
 	int			t;
 
 	for (t = 0; t < TABLES; t++)
 	{
-		amq_prefetch_write(key->bucket[t]);
-		amq_prefetch_write(key->bucket[t] + g->width - 1);
+		if (for_write)
+		{
+			amq_prefetch_write(key->bucket[t]);
+			amq_prefetch_write(key->bucket[t] + g->width - 1);
+		}
+		else
+		{
+			amq_prefetch_read(key->bucket[t]);
+			amq_prefetch_read(key->bucket[t] + g->width - 1);
+		}
 	}
 }
 
@@ -547,7 +560,7 @@ find_cell(const dleft *g, const dleft_key *key, uint8_t **bucket, unsigned *j,
 	int			t;
 
 	/* an absent key reads all d buckets: request them together */
-	prefetch_located(g, key);
+	prefetch_located(g, key, true);
 	for (t = 0; t < TABLES; t++)
 	{
 		int			match = scan_bucket(g, key->bucket[t], key->fp[t], NULL, cell);
@@ -708,7 +721,7 @@ amq_dleft_add_many(const amq_bloom_view *view, const uint64_t *hashes,
 	for (i = 0; i < count && i < ADD_AHEAD; i++)
 	{
 		locate(&g, hashes[i], &ring[i]);
-		prefetch_located(&g, &ring[i]);
+		prefetch_located(&g, &ring[i], true);
 	}
 	for (i = 0; i < count; i++)
 	{
@@ -722,7 +735,7 @@ amq_dleft_add_many(const amq_bloom_view *view, const uint64_t *hashes,
 		if (i + ADD_AHEAD < count)
 		{
 			locate(&g, hashes[i + ADD_AHEAD], &ring[i % ADD_AHEAD]);
-			prefetch_located(&g, &ring[i % ADD_AHEAD]);
+			prefetch_located(&g, &ring[i % ADD_AHEAD], true);
 		}
 	}
 	*done = count;
@@ -746,7 +759,7 @@ amq_dleft_contains(const amq_bloom_view *view, uint64_t hash)
 
 	dleft_begin(&g, view);
 	locate(&g, hash, &key);
-	prefetch_located(&g, &key);
+	prefetch_located(&g, &key, false);
 	for (t = 0; t < TABLES; t++)
 		any |= bucket_holds(&g, key.bucket[t], key.fp[t]);
 	return any != 0;
