@@ -46,6 +46,8 @@
 #include "access/detoast.h"
 #include "nodes/primnodes.h"
 #include "access/heaptoast.h"
+#include "access/table.h"
+#include "access/tableam.h"
 
 #include "filter_glue.h"
 
@@ -57,6 +59,56 @@ amq_call_cache(FunctionCallInfo fcinfo)
 		fcinfo->flinfo->fn_extra =
 			MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(AmqCallCache));
 	return (AmqCallCache *) fcinfo->flinfo->fn_extra;
+}
+
+/*
+ * Reads the out-of-line value behind raw whole into new memory of cxt, the
+ * data after a header of header_size bytes on a cache-line boundary (2 MB
+ * for a large filter, see amq_alloc_aligned); returns its length, with
+ * *data and *alloc (what to pfree).  An uncompressed value is fetched from
+ * its TOAST table straight into that memory, as detoasting does into its
+ * own: no second copy, and a large filter's pages are faulted in 2 MB at a
+ * time instead of 4 kB (a stored 4.7 MB filter: 1,150 page faults fewer).
+ * A compressed value is detoasted and copied.
+ */
+static size_t
+read_whole(MemoryContext cxt, struct varlena *raw,
+		   const struct varatt_external *toast_pointer, size_t header_size,
+		   void **alloc, uint8 **data)
+{
+	struct varlena *detoasted;
+	size_t		bytes;
+
+#if PG_VERSION_NUM >= 140000
+	if (!VARATT_EXTERNAL_IS_COMPRESSED(*toast_pointer))
+	{
+		struct varlena *result;
+		Relation	toastrel;
+
+		bytes = VARATT_EXTERNAL_GET_EXTSIZE(*toast_pointer);
+		/* the fetch writes through a varlena whose data is the filter */
+		result = (struct varlena *) amq_alloc_aligned(cxt, VARHDRSZ + bytes,
+													  VARHDRSZ + header_size,
+													  alloc);
+		SET_VARSIZE(result, VARHDRSZ + bytes);
+		if (bytes > 0)
+		{
+			toastrel = table_open(toast_pointer->va_toastrelid, AccessShareLock);
+			table_relation_fetch_toast_slice(toastrel, toast_pointer->va_valueid,
+											 (int32) bytes, 0, (int32) bytes,
+											 result);
+			table_close(toastrel, AccessShareLock);
+		}
+		*data = (uint8 *) VARDATA(result);
+		return bytes;
+	}
+#endif
+	detoasted = detoast_attr(raw);
+	bytes = VARSIZE(detoasted) - VARHDRSZ;
+	*data = amq_alloc_aligned(cxt, bytes, header_size, alloc);
+	memcpy(*data, VARDATA(detoasted), bytes);
+	pfree(detoasted);
+	return bytes;
 }
 
 /*
@@ -78,7 +130,6 @@ amq_filter_arg(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
 	if (VARATT_IS_EXTERNAL_ONDISK(raw))
 	{
 		struct varatt_external toast_pointer;
-		size_t		bytes;
 
 		VARATT_EXTERNAL_GET_POINTER(toast_pointer, raw);
 		if (cache->valid &&
@@ -94,13 +145,9 @@ amq_filter_arg(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
 		cache->valid = false;
 		cache->sliced = false;
 
-		detoasted = detoast_attr(raw);
-		bytes = VARSIZE(detoasted) - VARHDRSZ;
-		cache->data = amq_alloc_aligned(fcinfo->flinfo->fn_mcxt, bytes,
-										format->header_size, &cache->alloc);
-		cache->len = bytes;
-		memcpy(cache->data, VARDATA(detoasted), bytes);
-		pfree(detoasted);
+		cache->len = read_whole(fcinfo->flinfo->fn_mcxt, raw, &toast_pointer,
+								format->header_size, &cache->alloc,
+								&cache->data);
 		cache->toastrelid = toast_pointer.va_toastrelid;
 		cache->valueid = toast_pointer.va_valueid;
 		cache->opened = false;
