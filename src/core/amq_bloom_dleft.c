@@ -370,9 +370,11 @@ used_cells(const amq_dleft_consts *c, uint64_t x)
 
 /*
  * The cells of a group word (bit 0 of each field) that are used and hold
- * the fingerprint in want (fp << 2 in each of the group's fields).  In x =
+ * the fingerprint in want (fp << 2 in each of the q fields).  In x =
  * cells ^ want, field by field, a cell matches when its fingerprint bits
- * are zero and its counter bits are not.  Zero fields are found exactly,
+ * are zero and its counter bits are not.  A last group of fewer than q
+ * cells needs no mask on want: its missing cells read as empty (the group
+ * word is masked), and an empty cell never matches.  Zero fields are found exactly,
  * with no carry between fields: adding all ones below each field's top bit
  * sets that bit unless the bits below are zero, and or-ing the field itself
  * in covers the top bit.  Without branches on the cells: whether one is
@@ -415,7 +417,7 @@ scan_bucket(const dleft *g, const uint8_t *bucket, uint64_t fp, unsigned *load,
 	for (i = 0; i < c->groups; i++)
 	{
 		uint64_t	cells = group_at(c, bytes, i);
-		uint64_t	m = group_matches(g, cells, want & c->group_mask[i]);
+		uint64_t	m = group_matches(g, cells, want);
 
 		if (m != 0)
 		{
@@ -447,7 +449,7 @@ bucket_holds(const dleft *g, const uint8_t *bucket, uint64_t fp)
 	unsigned	i;
 
 	for (i = 0; i < c->groups; i++)
-		any |= group_matches(g, group_at(c, bytes, i), want & c->group_mask[i]);
+		any |= group_matches(g, group_at(c, bytes, i), want);
 	return any;
 }
 
