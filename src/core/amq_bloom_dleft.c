@@ -403,7 +403,7 @@ group_matches(const dleft *g, uint64_t cells, uint64_t want)
  * one cell did read alone.  Inlined, so a caller that passes no load
  * compiles to the match alone.
  */
-static inline int
+static AMQ_ALWAYS_INLINE int
 scan_bucket(const dleft *g, const uint8_t *bucket, uint64_t fp, unsigned *load,
 			uint64_t *cell)
 {
