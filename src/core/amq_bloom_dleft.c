@@ -556,7 +556,7 @@ prefetch_located(const dleft *g, const dleft_key *key, bool for_write)
  * The key's cell: sets *bucket, *j and *cell, false if it has none.  Stops
  * at the first sub-table that has it.  Inlined: it is most of a probe.
  */
-static inline bool
+static AMQ_ALWAYS_INLINE bool
 find_cell(const dleft *g, const dleft_key *key, uint8_t **bucket, unsigned *j,
 		  uint64_t *cell)
 {
