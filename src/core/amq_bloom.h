@@ -114,6 +114,7 @@ typedef struct amq_dleft_consts
 	uint8_t		cell_of_bit[64];	/* a cell's bit 0 in a group -> its index
 									 * there (no division by r + 2) */
 	uint64_t	table_bytes;	/* B * (r + 2): one sub-table's bytes */
+	unsigned	sum_shift;		/* (q - 1)(r + 2); 0: count fields bit by bit */
 } amq_dleft_consts;
 
 /* Decoded header plus pointers into the buffer it was decoded from. */
