@@ -392,11 +392,11 @@ count_fields(const amq_dleft_consts *c, uint64_t m)
  * cells ^ want, field by field, a cell matches when its fingerprint bits
  * are zero and its counter bits are not.  A last group of fewer than q
  * cells needs no mask on want: its missing cells read as empty (the group
- * word is masked), and an empty cell never matches.  Zero fields are found exactly,
- * with no carry between fields: adding all ones below each field's top bit
- * sets that bit unless the bits below are zero, and or-ing the field itself
- * in covers the top bit.  Without branches on the cells: whether one is
- * used or matches is as unpredictable as the keys.
+ * word is masked), and an empty cell never matches.  Zero fields are found
+ * exactly, with no carry between fields: adding all ones below each
+ * field's top bit sets that bit unless the bits below are zero, and or-ing
+ * the field itself in covers the top bit.  Without branches on the cells:
+ * whether one is used or matches is as unpredictable as the keys.
  */
 static inline uint64_t
 group_matches(const dleft *g, uint64_t cells, uint64_t want)
@@ -498,7 +498,7 @@ lowest_empty(const dleft *g, const uint8_t *bucket)
 			c->group_rep & c->group_mask[i];
 
 		if (empty != 0)
-			return c->group_first[i] + lowest_bit(empty) / g->width;
+			return c->group_first[i] + c->cell_of_bit[lowest_bit(empty)];
 	}
 	return CELLS;				/* not reached: the caller saw a free cell */
 }
