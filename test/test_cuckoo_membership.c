@@ -161,6 +161,51 @@ test_load_narrow(void)
 	check_load(0.1, 0, false);
 }
 
+/*
+ * Two-choice placement: a value goes to the emptier of its two buckets, so
+ * at three quarters of the design load bucket loads stay closer to their
+ * mean of 2.85.  Filling the first bucket that has room left 41% of the
+ * buckets full and 16% holding at most one fingerprint here; two-choice
+ * placement leaves 22% full and 6% with at most one.  The bounds sit
+ * between the two.  A full bucket is where the next value may have to
+ * evict.
+ */
+static void
+test_two_choice_balance(void)
+{
+	const uint64_t n = 100000;
+	cf			f;
+	amq_cuckoo_table t;
+	uint64_t	added;
+	uint64_t	b;
+	uint64_t	full = 0,
+				sparse = 0;
+
+	if (!cf_make(&f, n, 0.01))
+		return;
+	added = (uint64_t) (0.75 * AMQ_CUCKOO_DESIGN_LOAD * 4.0 * (double) f.params.buckets);
+	CHECK(cf_add_keys(&f, 99, added, FAMILY_A));
+	amq_cuckoo_table_at(&f.v, 0, &t);
+	for (b = 0; b < t.buckets; b++)
+	{
+		unsigned	used = 0;
+		unsigned	s;
+
+		for (s = 0; s < 4; s++)
+			used += amq_cuckoo_slot(&f.v, &t, b, s) != 0;
+		full += used == 4;
+		sparse += used <= 1;
+	}
+	diag("%llu values in %llu buckets: %.2f%% full, %.2f%% with at most one",
+		 (unsigned long long) added, (unsigned long long) t.buckets,
+		 100.0 * (double) full / (double) t.buckets,
+		 100.0 * (double) sparse / (double) t.buckets);
+	CHECK(full * 100 < t.buckets * 30);
+	CHECK(sparse * 100 < t.buckets * 10);
+	CHECK(cf_count_present(&f, 99, added) == added);
+	cf_free(&f);
+}
+
 /* ----------------------------------------------------------------
  * Growth.
  * ----------------------------------------------------------------
@@ -563,6 +608,7 @@ static const amq_test tests[] = {
 	{"load before growth f=10", test_load_f10},
 	{"load before growth f=16", test_load_f16},
 	{"load narrow fingerprints", test_load_narrow},
+	{"two-choice balance", test_two_choice_balance},
 	{"growth", test_growth},
 	{"add_many", test_add_many},
 	{"add_growing", test_add_growing},

@@ -699,6 +699,8 @@ check_merge_bytes(const char *name, const cf *dst, const cf *src,
  * unions (cuckoo_union_agg) or in a filter of many copies of one value, a
  * window of the newest tables places every fingerprint where trying them all
  * did.  Pinned, so that a change to where merges put fingerprints shows.
+ * (Pinned again when adds and merges began to fill the emptier bucket of a
+ * pair: the table counts and sizes stayed, the bytes changed.)
  */
 static void
 test_merge_bytes_unchanged(void)
@@ -716,8 +718,8 @@ test_merge_bytes_unchanged(void)
 	na = (uint64_t) (0.7 * 4 * (double) a.params.buckets);
 	cf_add_keys(&a, 11, na, FAMILY_A);
 	cf_add_keys(&b, 22, na, FAMILY_A);
-	check_merge_bytes("disjoint", &a, &b, 2, 26464, UINT64_C(0x0c48005476de3a22));
-	check_merge_bytes("self", &a, &a, 2, 26464, UINT64_C(0xf774de9e7d45def0));
+	check_merge_bytes("disjoint", &a, &b, 2, 26464, UINT64_C(0x13a1b20a2f8d47f9));
+	check_merge_bytes("self", &a, &a, 2, 26464, UINT64_C(0x5ee138a1af87ccbd));
 	cf_free(&a);
 	cf_free(&b);
 
@@ -727,10 +729,10 @@ test_merge_bytes_unchanged(void)
 	cf_add_keys(&a, 101, 6000, FAMILY_A);
 	cf_add_keys(&b, 102, 2500, FAMILY_A);
 	cf_add_keys(&c, 103, 700, FAMILY_A);
-	check_merge_bytes("grown a|b", &a, &b, 5, 13464, UINT64_C(0x580d69744ae581ea));
-	check_merge_bytes("grown c|a", &c, &a, 4, 10784, UINT64_C(0xbdf7bb3fb5b367c6));
-	check_merge_bytes("grown a|c", &a, &c, 4, 10784, UINT64_C(0x5145542a8509218c));
-	check_merge_bytes("grown a|a", &a, &a, 6, 18784, UINT64_C(0x73179a904b37d29d));
+	check_merge_bytes("grown a|b", &a, &b, 5, 13464, UINT64_C(0xe504eb79c37135d2));
+	check_merge_bytes("grown c|a", &c, &a, 4, 10784, UINT64_C(0x99dc545eda794e21));
+	check_merge_bytes("grown a|c", &a, &c, 4, 10784, UINT64_C(0x7957eab0439e31a9));
+	check_merge_bytes("grown a|a", &a, &a, 6, 18784, UINT64_C(0x43d835ffb21aeacb));
 	cf_free(&a);
 	cf_free(&b);
 	cf_free(&c);
@@ -753,10 +755,10 @@ test_merge_bytes_unchanged(void)
 		cf_free(&u);
 		u = next;
 		if (i == 5)
-			CHECK(u.v.tables == 5 && bytes_fnv(&u) == UINT64_C(0x7ac5bf6a6b83ddf2));
+			CHECK(u.v.tables == 5 && bytes_fnv(&u) == UINT64_C(0x723e9247977a90ac));
 	}
 	CHECK(u.v.tables == 15 && u.v.bytes == 99424 && u.v.items == 73680);
-	CHECK(bytes_fnv(&u) == UINT64_C(0xb993a622bcf89e14));
+	CHECK(bytes_fnv(&u) == UINT64_C(0x63e2503f2d6322b4));
 	cf_free(&u);
 	for (i = 1; i < 20; i++)
 		cf_free(&x[i]);
