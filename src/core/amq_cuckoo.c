@@ -1438,8 +1438,8 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 
 /*
  * Requests both buckets of a value in table t for writing: place reads
- * both.  (The requests are made in add_many's loop itself; see
- * amq_prefetch_write.)
+ * both.  Always inlined: GCC deletes calls to a function whose only effect
+ * is a prefetch (see amq_prefetch_write; test/prefetch_check.sh).
  */
 static AMQ_ALWAYS_INLINE void
 prefetch_pair(const amq_cuckoo_table *t, uint32_t f, uint64_t hash)
