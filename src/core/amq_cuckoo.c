@@ -26,7 +26,7 @@
  *	 an empty slot).
  * - A value goes to the emptier of its two buckets (the first on ties), not
  *	 to the first one that has room: balanced buckets put off evictions to
- *	 near the design load (see emptier_bucket).  Where a value is stored is
+ *	 near the design load (see place).  Where a value is stored is
  *	 not part of the format; probes read both buckets either way.
  * - Insertions that cannot finish within AMQ_CUCKOO_MAX_KICKS evictions park
  *	 the fingerprint in flight in the table's victim slot, as the authors'
@@ -774,45 +774,47 @@ pair_all(const amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1,
 
 /* Free slots among the four fingerprints of a bucket. */
 static inline unsigned
-free_slots(const uint8_t *words, uint64_t b, uint32_t f)
+free_in(const uint32_t s[4])
 {
-	uint32_t	s[4];
-
-	bucket_read(words, b, f, s);
 	return (unsigned) (s[0] == 0) + (s[1] == 0) + (s[2] == 0) + (s[3] == 0);
 }
 
-/*
- * The bucket of the pair (b1, b2) that fp goes to without evicting: the one
- * with more free slots, b1 on ties; -1 if both are full.  Filling the
- * emptier bucket (two-choice placement) keeps the loads of buckets close to
- * their mean, so pairs become full, and insertions must evict, only near the
- * design load; filling b1 first, as the paper does, leaves some buckets full
- * while others are empty and makes a quarter of all insertions evict from
- * half load on.  Measured on 10M adds at the design load (95%): 50 -> 38 ns
- * per add, though every add now reads both buckets.
- */
-static inline int64_t
-emptier_bucket(const amq_cuckoo_table *t, uint32_t f, uint64_t b1, uint64_t b2)
+/* The first free slot of a bucket that has one. */
+static inline unsigned
+first_free(const uint32_t s[4])
 {
-	unsigned	n1 = free_slots(t->words, b1, f);
-	unsigned	n2 = free_slots(t->words, b2, f);
-
-	if (n1 == 0 && n2 == 0)
-		return -1;
-	return (int64_t) (n2 > n1 ? b2 : b1);
+	return s[0] == 0 ? 0 : s[1] == 0 ? 1 : s[2] == 0 ? 2 : 3;
 }
 
-/* Puts fp in the emptier of b1 and b2 (emptier_bucket); false if both are full. */
-static bool
+/*
+ * Puts fp in the emptier bucket of the pair (b1, b2): the one with more
+ * free slots, b1 on ties, at its first free slot; false if both are full.
+ * Filling the emptier bucket (two-choice placement) keeps the loads of
+ * buckets close to their mean, so pairs become full, and insertions must
+ * evict, only near the design load; filling b1 first, as the paper does,
+ * leaves some buckets full while others are empty and makes a quarter of
+ * all insertions evict from half load on.  Measured on 10M adds at the
+ * design load (95%): 50 -> 38 ns per add, though every add now reads both
+ * buckets.  Always inlined: it is most of an add.
+ */
+static AMQ_ALWAYS_INLINE bool
 place(amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1, uint64_t b2)
 {
-	int64_t		b = emptier_bucket(t, f, b1, b2);
+	uint32_t	s1[4];
+	uint32_t	s2[4];
+	unsigned	n1,
+				n2;
 
-	if (b < 0)
+	bucket_read(t->words, b1, f, s1);
+	bucket_read(t->words, b2, f, s2);
+	n1 = free_in(s1);
+	n2 = free_in(s2);
+	if (n1 == 0 && n2 == 0)
 		return false;
-	slot_set(t->words, 4 * (uint64_t) b + (unsigned) bucket_find(t->words, (uint64_t) b, f, 0),
-			 f, fp);
+	if (n2 > n1)
+		slot_set(t->words, 4 * b2 + first_free(s2), f, fp);
+	else
+		slot_set(t->words, 4 * b1 + first_free(s1), f, fp);
 	return true;
 }
 
@@ -1436,19 +1438,29 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 /* How far ahead add_many requests a value's buckets, in values. */
 #define PREFETCH_DISTANCE	8
 
+/* A value add_many has located in the last table: its pair and fingerprint. */
+typedef struct located
+{
+	uint64_t	b1;
+	uint64_t	b2;
+	uint32_t	fp;
+} located;
+
 /*
- * Requests both buckets of a value in table t for writing: place reads
- * both.  Always inlined: GCC deletes calls to a function whose only effect
- * is a prefetch (see amq_prefetch_write; test/prefetch_check.sh).
+ * Locates a value in table t and requests both its buckets for writing:
+ * place reads both.  Always inlined: GCC deletes calls to a function whose
+ * only effect is a prefetch (see amq_prefetch_write; test/prefetch_check.sh).
  */
 static AMQ_ALWAYS_INLINE void
-prefetch_pair(const amq_cuckoo_table *t, uint32_t f, uint64_t hash)
+locate_and_request(const amq_cuckoo_table *t, uint32_t f, uint64_t hash,
+				   located *v)
 {
 	uint64_t	mixed = amq_fmix64(hash);
-	uint64_t	b1 = fastrange64(mixed, t->buckets);
 
-	prefetch_bucket(t, f, b1);
-	prefetch_bucket(t, f, alt_in(t, b1, fingerprint_of_mixed(mixed, f)));
+	v->fp = fingerprint_of_mixed(mixed, f);
+	pair_in(t, mixed, v->fp, &v->b1, &v->b2);
+	prefetch_bucket(t, f, v->b1);
+	prefetch_bucket(t, f, v->b2);
 }
 
 /*
@@ -1457,7 +1469,8 @@ prefetch_pair(const amq_cuckoo_table *t, uint32_t f, uint64_t hash)
  * which is what amq_cuckoo_add does first, without the walk over the
  * tables; only a value whose pair in the last table is full takes
  * amq_cuckoo_add's whole path.  Below the filter's design load nearly every
- * value takes the short one.
+ * value takes the short one.  Each value is located once,
+ * PREFETCH_DISTANCE values before its turn.
  */
 amq_status
 amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
@@ -1465,6 +1478,7 @@ amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
 {
 	uint32_t	f = view->fp_bits;
 	amq_cuckoo_table last;
+	located		ring[PREFETCH_DISTANCE];
 	size_t		i;
 
 	*done = 0;
@@ -1473,16 +1487,12 @@ amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
 
 	table_decode(view->base + view->last_offset, f, view->base_buckets, &last);
 	for (i = 0; i < count && i < PREFETCH_DISTANCE; i++)
-		prefetch_pair(&last, f, hashes[i]);
+		locate_and_request(&last, f, hashes[i], &ring[i]);
 	for (i = 0; i < count; i++)
 	{
-		uint64_t	mixed = amq_fmix64(hashes[i]);
-		uint32_t	fp = fingerprint_of_mixed(mixed, f);
-		uint64_t	b1 = fastrange64(mixed, last.buckets);
+		located    *v = &ring[i % PREFETCH_DISTANCE];
 
-		if (i + PREFETCH_DISTANCE < count)
-			prefetch_pair(&last, f, hashes[i + PREFETCH_DISTANCE]);
-		if (place(&last, f, fp, b1, alt_in(&last, b1, fp)))
+		if (place(&last, f, v->fp, v->b1, v->b2))
 		{
 			bind_family(view, family);
 			count_item(view, &last, 1);
@@ -1497,6 +1507,8 @@ amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
 			table_decode(view->base + view->last_offset, f, view->base_buckets, &last);
 		}
 		*done = i + 1;
+		if (i + PREFETCH_DISTANCE < count)
+			locate_and_request(&last, f, hashes[i + PREFETCH_DISTANCE], v);
 	}
 	return AMQ_OK;
 }
