@@ -926,6 +926,86 @@ test_bit_packing(void)
  * ----------------------------------------------------------------
  */
 
+/*
+ * Step 1 of adding (FORMAT.md), read from the raw bits: a value whose pair
+ * has a free slot goes to the first free slot of the bucket with more free
+ * slots, b1 on ties, and nothing else in the pair changes.  Every width
+ * the single-load bucket read serves (f <= 14) and some it does not, with
+ * adds one at a time and in batches, until the first pair that is full.
+ */
+static void
+test_placement_rule(void)
+{
+	static const uint32_t widths[] = {4, 5, 7, 9, 10, 12, 13, 14, 15, 16, 21, 32};
+	const uint64_t nb = 1000;
+	size_t		w;
+
+	for (w = 0; w < sizeof(widths) / sizeof(widths[0]); w++)
+	{
+		uint32_t	f = widths[w];
+		int			batched;
+
+		for (batched = 0; batched < 2; batched++)
+		{
+			cf			c;
+			amq_cuckoo_table tb;
+			uint64_t	s = 777 + f;
+			uint64_t	checked = 0;
+
+			if (!cf_make_geom(&c, nb, f))
+				continue;
+			for (;;)
+			{
+				uint64_t	h = splitmix64(&s);
+				uint32_t	fp = ref_fingerprint(h, f);
+				uint64_t	pair[2];
+				uint32_t	before[8];
+				unsigned	nfree[2] = {0, 0};
+				unsigned	k;
+				int			want = -1;
+				size_t		done;
+
+				pair[0] = ref_index(h, nb);
+				pair[1] = ref_alternate(pair[0], fp, nb, 0);
+				amq_cuckoo_table_at(&c.v, 0, &tb);
+				for (k = 0; k < 8; k++)
+				{
+					before[k] = raw_slot(tb.words, pair[k / 4], k % 4, f);
+					nfree[k / 4] += before[k] == 0;
+				}
+				if (nfree[0] == 0 && nfree[1] == 0)
+					break;
+				/* the chosen bucket's first free slot, as k in 0..7 */
+				for (k = nfree[1] > nfree[0] ? 4 : 0; want < 0; k++)
+					if (before[k] == 0)
+						want = (int) k;
+				if (batched)
+					CHECK_STATUS(amq_cuckoo_add_many(&c.v, &h, 1, FAMILY_A, &done), AMQ_OK);
+				else
+					CHECK_STATUS(amq_cuckoo_add(&c.v, h, FAMILY_A), AMQ_OK);
+				amq_cuckoo_table_at(&c.v, 0, &tb);
+				for (k = 0; k < 8; k++)
+				{
+					uint32_t	now = raw_slot(tb.words, pair[k / 4], k % 4, f);
+
+					/* when b1 = b2 both halves of the pair show the write */
+					if (pair[0] == pair[1])
+						CHECK(now == (before[k] != 0 ? before[k] :
+									  k % 4 == (unsigned) want % 4 ? fp : 0));
+					else
+						CHECK(now == ((int) k == want ? fp : before[k]));
+				}
+				checked++;
+			}
+			CHECK(checked > 2 * nb);
+			if (f == 10 || f == 16)
+				diag("f=%u %s: %llu values placed by the rule before a pair was full",
+					 f, batched ? "add_many" : "add", (unsigned long long) checked);
+			cf_free(&c);
+		}
+	}
+}
+
 static const amq_test tests[] = {
 	{"sizing errors", test_sizing_errors},
 	{"sizing fingerprint width", test_sizing_fp_bits},
@@ -938,6 +1018,7 @@ static const amq_test tests[] = {
 	{"mapping shift", test_mapping_shift},
 	{"format layout", test_format_layout},
 	{"bit packing", test_bit_packing},
+	{"placement rule", test_placement_rule},
 };
 
 int

@@ -334,24 +334,6 @@ cell_at(const dleft *g, const uint8_t *bytes, unsigned j)
 		((UINT64_C(1) << g->width) - 1);
 }
 
-/* The index of the lowest set bit of a nonzero word. */
-static inline unsigned
-lowest_bit(uint64_t x)
-{
-#if defined(__GNUC__) || defined(__clang__)
-	return (unsigned) __builtin_ctzll(x);
-#else
-	unsigned	i = 0;
-
-	while (!(x & 1))
-	{
-		x >>= 1;
-		i++;
-	}
-	return i;
-#endif
-}
-
 /*
  * Group i of a bucket's readable bytes (see amq_dleft_consts): its cells in
  * consecutive fields of a word, the bits above them zero.
@@ -439,7 +421,7 @@ scan_bucket(const dleft *g, const uint8_t *bucket, uint64_t fp, unsigned *load,
 
 		if (m != 0)
 		{
-			unsigned	bit = lowest_bit(m);
+			unsigned	bit = amq_lowest_bit(m);
 
 			*cell = (cells >> bit) & ((UINT64_C(1) << g->width) - 1);
 			return (int) (c->group_first[i] + c->cell_of_bit[bit]);
@@ -498,7 +480,7 @@ lowest_empty(const dleft *g, const uint8_t *bucket)
 			c->group_rep & c->group_mask[i];
 
 		if (empty != 0)
-			return c->group_first[i] + c->cell_of_bit[lowest_bit(empty)];
+			return c->group_first[i] + c->cell_of_bit[amq_lowest_bit(empty)];
 	}
 	return CELLS;				/* not reached: the caller saw a free cell */
 }

@@ -162,6 +162,24 @@ amq_popcount64(uint64_t x)
 #endif
 }
 
+/* The index of the lowest set bit of a nonzero word. */
+static inline unsigned
+amq_lowest_bit(uint64_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	return (unsigned) __builtin_ctzll(x);
+#else
+	unsigned	i = 0;
+
+	while (!(x & 1))
+	{
+		x >>= 1;
+		i++;
+	}
+	return i;
+#endif
+}
+
 /*
  * Hints that the cache line holding p will be read, or written, soon: the
  * cores request the lines of several independent accesses before using

@@ -787,6 +787,45 @@ first_free(const uint32_t s[4])
 }
 
 /*
+ * For f <= 14, where one 64-bit load holds a bucket: the top bit of each
+ * of its four f-bit fields that is zero (a free slot), the others clear.
+ * rep has bit 0 of each field.  Exact, without carries between fields:
+ * adding all ones below each top bit sets that bit unless the bits below
+ * are zero, and or-ing the field itself in covers the top bit.
+ */
+static inline uint64_t
+free_fields(const uint8_t *words, uint64_t b, uint32_t f, uint64_t rep)
+{
+	uint64_t	bit = b * 4 * f;
+	uint64_t	top = rep << (f - 1);
+	uint64_t	low = top - rep;
+	uint64_t	x = (load_le64(words + (bit >> 3)) >> (bit & 7)) &
+		((top << 1) - rep);
+
+	return ~(((x & low) + low) | x) & top;
+}
+
+/*
+ * The number of fields free_fields marked: multiplying bit 0 of each by
+ * rep sums them into the top field, 3f, with no carry (the sums are at
+ * most 4 and f >= 4).  Baseline x86-64 has no population count.
+ */
+static inline unsigned
+count_free(uint64_t z, uint32_t f, uint64_t rep)
+{
+	return (unsigned) ((((z >> (f - 1)) * rep) >> (3 * f)) & 7);
+}
+
+/* The first slot free_fields marked, of a nonzero mask. */
+static inline unsigned
+first_free_field(uint64_t z, uint32_t f)
+{
+	unsigned	top = amq_lowest_bit(z);
+
+	return (unsigned) (top >= f) + (top >= 2 * f) + (top >= 3 * f);
+}
+
+/*
  * Puts fp in the emptier bucket of the pair (b1, b2): the one with more
  * free slots, b1 on ties, at its first free slot; false if both are full.
  * Filling the emptier bucket (two-choice placement) keeps the loads of
@@ -805,6 +844,21 @@ place(amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1, uint64_t b2)
 	unsigned	n1,
 				n2;
 
+	if (f <= 14)
+	{
+		uint64_t	rep = 1 | (UINT64_C(1) << f) | (UINT64_C(1) << (2 * f)) |
+			(UINT64_C(1) << (3 * f));
+		uint64_t	z1 = free_fields(t->words, b1, f, rep);
+		uint64_t	z2 = free_fields(t->words, b2, f, rep);
+
+		if ((z1 | z2) == 0)
+			return false;
+		if (count_free(z2, f, rep) > count_free(z1, f, rep))
+			slot_set(t->words, 4 * b2 + first_free_field(z2, f), f, fp);
+		else
+			slot_set(t->words, 4 * b1 + first_free_field(z1, f), f, fp);
+		return true;
+	}
 	bucket_read(t->words, b1, f, s1);
 	bucket_read(t->words, b2, f, s2);
 	n1 = free_in(s1);
@@ -1435,6 +1489,23 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 	return AMQ_OK;
 }
 
+/*
+ * Counts n values that place put into table t, as n calls of count_item and
+ * bind_family would: a table never holds more than its slots, since each
+ * of them took a free one.
+ */
+static void
+count_placed(amq_cuckoo_view *view, amq_cuckoo_table *t, uint64_t n,
+			 uint32_t family)
+{
+	if (n == 0)
+		return;
+	bind_family(view, family);
+	t->items += n;
+	view->items = add_saturating(view->items, n);
+	put_u64(t->header + T_ITEMS, t->items);
+}
+
 /* How far ahead add_many requests a value's buckets, in values. */
 #define PREFETCH_DISTANCE	8
 
@@ -1470,7 +1541,9 @@ locate_and_request(const amq_cuckoo_table *t, uint32_t f, uint64_t hash,
  * tables; only a value whose pair in the last table is full takes
  * amq_cuckoo_add's whole path.  Below the filter's design load nearly every
  * value takes the short one.  Each value is located once,
- * PREFETCH_DISTANCE values before its turn.
+ * PREFETCH_DISTANCE values before its turn.  The short path's item counts
+ * and family are written back once, before the whole path runs (it reads
+ * them) and before returning, not once per value.
  */
 amq_status
 amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
@@ -1479,6 +1552,8 @@ amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
 	uint32_t	f = view->fp_bits;
 	amq_cuckoo_table last;
 	located		ring[PREFETCH_DISTANCE];
+	uint64_t	placed = 0;		/* by the short path, not yet counted */
+	amq_status	status = AMQ_OK;
 	size_t		i;
 
 	*done = 0;
@@ -1493,24 +1568,23 @@ amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
 		located    *v = &ring[i % PREFETCH_DISTANCE];
 
 		if (place(&last, f, v->fp, v->b1, v->b2))
-		{
-			bind_family(view, family);
-			count_item(view, &last, 1);
-		}
+			placed++;
 		else
 		{
-			amq_status	status = amq_cuckoo_add(view, hashes[i], family);
-
+			count_placed(view, &last, placed, family);
+			placed = 0;
+			status = amq_cuckoo_add(view, hashes[i], family);
 			if (status != AMQ_OK)
-				return status;
+				break;
 			/* the whole path may have changed the last table's header */
 			table_decode(view->base + view->last_offset, f, view->base_buckets, &last);
 		}
-		*done = i + 1;
 		if (i + PREFETCH_DISTANCE < count)
 			locate_and_request(&last, f, hashes[i + PREFETCH_DISTANCE], v);
 	}
-	return AMQ_OK;
+	count_placed(view, &last, placed, family);
+	*done = i;
+	return status;
 }
 
 uint64_t
