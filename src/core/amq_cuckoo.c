@@ -289,12 +289,79 @@ bucket_read(const uint8_t *words, uint64_t b, uint32_t f, uint32_t out[4])
 	bucket_read_at(words + (bit >> 3), (unsigned) (bit & 7), f, out);
 }
 
+/*
+ * Word operations on a bucket, for f <= WORD_MAX_F, where one 64-bit load
+ * holds all of it (4f + 7 <= 63): its four fields side by side, compared
+ * all at once instead of extracted one by one.  rep has bit 0 of each field.
+ */
+#define WORD_MAX_F	14
+
+static inline uint64_t
+field_rep(uint32_t f)
+{
+	return 1 | (UINT64_C(1) << f) | (UINT64_C(1) << (2 * f)) |
+		(UINT64_C(1) << (3 * f));
+}
+
+/* Bucket b's four fields, the bits above them zero. */
+static inline uint64_t
+bucket_word(const uint8_t *words, uint64_t b, uint32_t f, uint64_t rep)
+{
+	uint64_t	bit = b * 4 * f;
+
+	return (load_le64(words + (bit >> 3)) >> (bit & 7)) &
+		((rep << f) - rep);
+}
+
+/*
+ * The top bit of each field of x that is zero, the other bits clear.
+ * Exact, without carries between fields: adding all ones below each top
+ * bit sets that bit unless the bits below are zero, and or-ing the field
+ * itself in covers the top bit.
+ */
+static inline uint64_t
+zero_fields(uint64_t x, uint32_t f, uint64_t rep)
+{
+	uint64_t	top = rep << (f - 1);
+	uint64_t	low = top - rep;
+
+	return ~(((x & low) + low) | x) & top;
+}
+
+/*
+ * The number of fields zero_fields marked: multiplying bit 0 of each by rep
+ * sums them into the top field, 3f, with no carry (the sums are at most 4
+ * and f >= 4).  Baseline x86-64 has no population count.
+ */
+static inline unsigned
+count_marked(uint64_t z, uint32_t f, uint64_t rep)
+{
+	return (unsigned) ((((z >> (f - 1)) * rep) >> (3 * f)) & 7);
+}
+
+/* The first field zero_fields marked, of a nonzero mask. */
+static inline unsigned
+first_marked(uint64_t z, uint32_t f)
+{
+	unsigned	top = amq_lowest_bit(z);
+
+	return (unsigned) (top >= f) + (top >= 2 * f) + (top >= 3 * f);
+}
+
 /* Slot of bucket b holding fp (fp = 0: a free slot), or -1. */
 static inline int
 bucket_find(const uint8_t *words, uint64_t b, uint32_t f, uint32_t fp)
 {
 	uint32_t	s[4];
 
+	if (f <= WORD_MAX_F)
+	{
+		uint64_t	rep = field_rep(f);
+		uint64_t	z = zero_fields(bucket_word(words, b, f, rep) ^ (rep * fp),
+									f, rep);
+
+		return z != 0 ? (int) first_marked(z, f) : -1;
+	}
 	bucket_read(words, b, f, s);
 	if (s[0] == fp)
 		return 0;
@@ -787,45 +854,6 @@ first_free(const uint32_t s[4])
 }
 
 /*
- * For f <= 14, where one 64-bit load holds a bucket: the top bit of each
- * of its four f-bit fields that is zero (a free slot), the others clear.
- * rep has bit 0 of each field.  Exact, without carries between fields:
- * adding all ones below each top bit sets that bit unless the bits below
- * are zero, and or-ing the field itself in covers the top bit.
- */
-static inline uint64_t
-free_fields(const uint8_t *words, uint64_t b, uint32_t f, uint64_t rep)
-{
-	uint64_t	bit = b * 4 * f;
-	uint64_t	top = rep << (f - 1);
-	uint64_t	low = top - rep;
-	uint64_t	x = (load_le64(words + (bit >> 3)) >> (bit & 7)) &
-		((top << 1) - rep);
-
-	return ~(((x & low) + low) | x) & top;
-}
-
-/*
- * The number of fields free_fields marked: multiplying bit 0 of each by
- * rep sums them into the top field, 3f, with no carry (the sums are at
- * most 4 and f >= 4).  Baseline x86-64 has no population count.
- */
-static inline unsigned
-count_free(uint64_t z, uint32_t f, uint64_t rep)
-{
-	return (unsigned) ((((z >> (f - 1)) * rep) >> (3 * f)) & 7);
-}
-
-/* The first slot free_fields marked, of a nonzero mask. */
-static inline unsigned
-first_free_field(uint64_t z, uint32_t f)
-{
-	unsigned	top = amq_lowest_bit(z);
-
-	return (unsigned) (top >= f) + (top >= 2 * f) + (top >= 3 * f);
-}
-
-/*
  * Puts fp in the emptier bucket of the pair (b1, b2): the one with more
  * free slots, b1 on ties, at its first free slot; false if both are full.
  * Filling the emptier bucket (two-choice placement) keeps the loads of
@@ -844,19 +872,18 @@ place(amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1, uint64_t b2)
 	unsigned	n1,
 				n2;
 
-	if (f <= 14)
+	if (f <= WORD_MAX_F)
 	{
-		uint64_t	rep = 1 | (UINT64_C(1) << f) | (UINT64_C(1) << (2 * f)) |
-			(UINT64_C(1) << (3 * f));
-		uint64_t	z1 = free_fields(t->words, b1, f, rep);
-		uint64_t	z2 = free_fields(t->words, b2, f, rep);
+		uint64_t	rep = field_rep(f);
+		uint64_t	z1 = zero_fields(bucket_word(t->words, b1, f, rep), f, rep);
+		uint64_t	z2 = zero_fields(bucket_word(t->words, b2, f, rep), f, rep);
 
 		if ((z1 | z2) == 0)
 			return false;
-		if (count_free(z2, f, rep) > count_free(z1, f, rep))
-			slot_set(t->words, 4 * b2 + first_free_field(z2, f), f, fp);
+		if (count_marked(z2, f, rep) > count_marked(z1, f, rep))
+			slot_set(t->words, 4 * b2 + first_marked(z2, f), f, fp);
 		else
-			slot_set(t->words, 4 * b1 + first_free_field(z1, f), f, fp);
+			slot_set(t->words, 4 * b1 + first_marked(z1, f), f, fp);
 		return true;
 	}
 	bucket_read(t->words, b1, f, s1);
@@ -1421,6 +1448,55 @@ count_copy(amq_cuckoo_view *view, uint64_t hash)
 	return counter_add(view, level, bucket, w.fp, 1) ? COPY_COUNTED : COPY_NEEDS_ROOM;
 }
 
+/*
+ * The rest of amq_cuckoo_add for a value whose pair (b1, b2) is full in
+ * every table, last being the last table: a counted copy, or eviction in
+ * the last table.  add_many comes here straight from its own placement
+ * when the filter has one table, where nothing comes between the two.
+ */
+static amq_status
+add_to_full_pair(amq_cuckoo_view *view, amq_cuckoo_table *last, uint64_t hash,
+				 uint32_t fp, uint64_t b1, uint64_t b2, uint32_t family)
+{
+	uint64_t	rng;
+
+	/*
+	 * A value stored many times: count the copy.  In one table without
+	 * counters, count_copy would only find a pair of nothing but fp, so
+	 * that is checked first, cheaply.
+	 */
+	if (view->tables > 1 || view->counters != 0 ||
+		pair_all(last, view->fp_bits, fp, b1, b2))
+	{
+		switch (count_copy(view, hash))
+		{
+			case COPY_COUNTED:
+				bind_family(view, family);
+				return AMQ_OK;
+			case COPY_NEEDS_ROOM:
+				view->grow_counters = true;
+				return AMQ_FULL;
+			case COPY_NOT_COUNTED:
+				break;
+		}
+	}
+
+	/* evict in the last table, unless its victim slot is taken: full */
+	view->grow_counters = false;
+	if (last->victim_fp != 0)
+		return AMQ_FULL;
+	if (!short_path_insert(last, view->fp_bits, fp, b1, b2))
+	{
+		rng = hash;
+		if (next_random(&rng) >> 63)
+			b1 = b2;
+		kick_insert(last, view->fp_bits, fp, b1, &rng);
+	}
+	bind_family(view, family);
+	count_item(view, last, 1);
+	return AMQ_OK;
+}
+
 amq_status
 amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 {
@@ -1430,7 +1506,6 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 	amq_cuckoo_table last;
 	uint64_t	b1;
 	uint64_t	b2;
-	uint64_t	rng;
 
 	if (view->tables == 0)
 		return AMQ_ERR_NO_GEOMETRY;
@@ -1459,35 +1534,9 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 			return AMQ_OK;
 		}
 	}
-
-	/* a value stored many times: count the copy */
-	switch (count_copy(view, hash))
-	{
-		case COPY_COUNTED:
-			bind_family(view, family);
-			return AMQ_OK;
-		case COPY_NEEDS_ROOM:
-			view->grow_counters = true;
-			return AMQ_FULL;
-		case COPY_NOT_COUNTED:
-			break;
-	}
-
-	/* evict in the last table, unless its victim slot is taken: full */
-	view->grow_counters = false;
-	if (last.victim_fp != 0)
-		return AMQ_FULL;
-	if (!short_path_insert(&last, f, w.fp, b1, b2))
-	{
-		rng = hash;
-		if (next_random(&rng) >> 63)
-			b1 = b2;
-		kick_insert(&last, f, w.fp, b1, &rng);
-	}
-	bind_family(view, family);
-	count_item(view, &last, 1);
-	return AMQ_OK;
+	return add_to_full_pair(view, &last, hash, w.fp, b1, b2, family);
 }
+
 
 /*
  * Counts n values that place put into table t, as n calls of count_item and
@@ -1539,7 +1588,8 @@ locate_and_request(const amq_cuckoo_table *t, uint32_t f, uint64_t hash,
  * pair in the last table has a free slot goes to place's bucket there,
  * which is what amq_cuckoo_add does first, without the walk over the
  * tables; only a value whose pair in the last table is full takes
- * amq_cuckoo_add's whole path.  Below the filter's design load nearly every
+ * amq_cuckoo_add's whole path (in a filter of one table, only its part
+ * after the placement: add_to_full_pair).  Below the filter's design load nearly every
  * value takes the short one.  Each value is located once,
  * PREFETCH_DISTANCE values before its turn.  The short path's item counts
  * and family are written back once, before the whole path runs (it reads
@@ -1573,10 +1623,12 @@ amq_cuckoo_add_many(amq_cuckoo_view *view, const uint64_t *hashes,
 		{
 			count_placed(view, &last, placed, family);
 			placed = 0;
-			status = amq_cuckoo_add(view, hashes[i], family);
+			status = view->tables == 1 ?
+				add_to_full_pair(view, &last, hashes[i], v->fp, v->b1, v->b2, family) :
+				amq_cuckoo_add(view, hashes[i], family);
 			if (status != AMQ_OK)
 				break;
-			/* the whole path may have changed the last table's header */
+			/* that may have changed the last table's header */
 			table_decode(view->base + view->last_offset, f, view->base_buckets, &last);
 		}
 		if (i + PREFETCH_DISTANCE < count)
