@@ -1540,16 +1540,22 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 
 /*
  * Counts n values that place put into table t, as n calls of count_item and
- * bind_family would: a table never holds more than its slots, since each
- * of them took a free one.
+ * bind_family would.  Like count_item it never counts past the table's
+ * slots: a value read from outside may pass validation with a count above
+ * its fingerprints, and then its free slots are not all uncounted.
  */
 static void
 count_placed(amq_cuckoo_view *view, amq_cuckoo_table *t, uint64_t n,
 			 uint32_t family)
 {
+	uint64_t	room;
+
 	if (n == 0)
 		return;
 	bind_family(view, family);
+	room = TABLE_SLOTS(t->buckets) - t->items;	/* items <= slots: validated */
+	if (n > room)
+		n = room;
 	t->items += n;
 	view->items = add_saturating(view->items, n);
 	put_u64(t->header + T_ITEMS, t->items);
