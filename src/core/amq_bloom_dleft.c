@@ -374,20 +374,16 @@ count_fields(const amq_dleft_consts *c, uint64_t m)
  * cells ^ want, field by field, a cell matches when its fingerprint bits
  * are zero and its counter bits are not.  A last group of fewer than q
  * cells needs no mask on want: its missing cells read as empty (the group
- * word is masked), and an empty cell never matches.  Zero fields are found
- * exactly, with no carry between fields: adding all ones below each
- * field's top bit sets that bit unless the bits below are zero, and or-ing
- * the field itself in covers the top bit.  Without branches on the cells:
- * whether one is used or matches is as unpredictable as the keys.
+ * word is masked), and an empty cell never matches.  Without branches on
+ * the cells: whether one is used or matches is as unpredictable as the
+ * keys.
  */
 static inline uint64_t
 group_matches(const dleft *g, uint64_t cells, uint64_t want)
 {
 	const amq_dleft_consts *c = g->c;
-	uint64_t	top = c->group_top;
-	uint64_t	low = top - c->group_rep;	/* the bits below each top bit */
 	uint64_t	fps = (cells ^ want) & ~(c->group_rep * 3);
-	uint64_t	zero = ~(((fps & low) + low) | fps) & top;
+	uint64_t	zero = amq_zero_fields(fps, c->group_rep, c->group_top);
 
 	return (zero >> (g->width - 1)) & used_cells(c, cells);
 }

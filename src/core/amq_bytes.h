@@ -162,6 +162,21 @@ amq_popcount64(uint64_t x)
 #endif
 }
 
+/*
+ * Fields of equal width side by side in a word, rep with bit 0 of each
+ * field set and top with its top bit: the top bit of each field of x that
+ * is zero, the other bits clear.  Exact, with no carry between fields:
+ * adding all ones below each top bit sets that bit unless the bits below
+ * are zero, and or-ing the field itself in covers the top bit.
+ */
+static inline uint64_t
+amq_zero_fields(uint64_t x, uint64_t rep, uint64_t top)
+{
+	uint64_t	low = top - rep;
+
+	return ~(((x & low) + low) | x) & top;
+}
+
 /* The index of the lowest set bit of a nonzero word. */
 static inline unsigned
 amq_lowest_bit(uint64_t x)

@@ -313,19 +313,11 @@ bucket_word(const uint8_t *words, uint64_t b, uint32_t f, uint64_t rep)
 		((rep << f) - rep);
 }
 
-/*
- * The top bit of each field of x that is zero, the other bits clear.
- * Exact, without carries between fields: adding all ones below each top
- * bit sets that bit unless the bits below are zero, and or-ing the field
- * itself in covers the top bit.
- */
+/* The top bit of each zero field of a bucket word x (amq_zero_fields). */
 static inline uint64_t
 zero_fields(uint64_t x, uint32_t f, uint64_t rep)
 {
-	uint64_t	top = rep << (f - 1);
-	uint64_t	low = top - rep;
-
-	return ~(((x & low) + low) | x) & top;
+	return amq_zero_fields(x, rep, rep << (f - 1));
 }
 
 /*
@@ -1537,7 +1529,6 @@ amq_cuckoo_add(amq_cuckoo_view *view, uint64_t hash, uint32_t family)
 	return add_to_full_pair(view, &last, hash, w.fp, b1, b2, family);
 }
 
-
 /*
  * Counts n values that place put into table t, as n calls of count_item and
  * bind_family would.  Like count_item it never counts past the table's
@@ -1595,8 +1586,8 @@ locate_and_request(const amq_cuckoo_table *t, uint32_t f, uint64_t hash,
  * which is what amq_cuckoo_add does first, without the walk over the
  * tables; only a value whose pair in the last table is full takes
  * amq_cuckoo_add's whole path (in a filter of one table, only its part
- * after the placement: add_to_full_pair).  Below the filter's design load nearly every
- * value takes the short one.  Each value is located once,
+ * after the placement: add_to_full_pair).  Below the filter's design load
+ * nearly every value takes the short one.  Each value is located once,
  * PREFETCH_DISTANCE values before its turn.  The short path's item counts
  * and family are written back once, before the whole path runs (it reads
  * them) and before returning, not once per value.
