@@ -206,13 +206,19 @@ amq_cuckoo_index(uint64_t hash, uint64_t buckets)
 static inline uint64_t
 alternate(uint64_t bucket, uint32_t fp, uint64_t base_buckets, unsigned level)
 {
-	uint64_t	high = bucket >> level;
-	uint64_t	low = bucket & ((UINT64_C(1) << level) - 1);
 	uint64_t	h = fastrange64(amq_fmix64(fp), base_buckets);
-	uint64_t	alt_high = h >= high ? h - high : h + base_buckets - high;
-	uint64_t	mask = level ? amq_fmix64(fp + GOLDEN64) >> (64 - level) : 0;
+	uint64_t	high;
+	uint64_t	low;
+	uint64_t	alt_high;
 
-	return (alt_high << level) | (low ^ mask);
+	/* the first table, and the only one of most filters: no low part */
+	if (level == 0)
+		return h >= bucket ? h - bucket : h + base_buckets - bucket;
+	high = bucket >> level;
+	low = bucket & ((UINT64_C(1) << level) - 1);
+	alt_high = h >= high ? h - high : h + base_buckets - high;
+	return (alt_high << level) |
+		(low ^ (amq_fmix64(fp + GOLDEN64) >> (64 - level)));
 }
 
 uint64_t
@@ -826,6 +832,13 @@ pair_all(const amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1,
 	uint32_t	s1[4];
 	uint32_t	s2[4];
 
+	if (f <= WORD_MAX_F)
+	{
+		uint64_t	rep = field_rep(f);
+
+		return bucket_word(t->words, b1, f, rep) == rep * fp &&
+			bucket_word(t->words, b2, f, rep) == rep * fp;
+	}
 	bucket_read(t->words, b1, f, s1);
 	bucket_read(t->words, b2, f, s2);
 	return copies_of(s1, fp) == 4 && copies_of(s2, fp) == 4;
@@ -869,13 +882,14 @@ place(amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1, uint64_t b2)
 		uint64_t	rep = field_rep(f);
 		uint64_t	z1 = zero_fields(bucket_word(t->words, b1, f, rep), f, rep);
 		uint64_t	z2 = zero_fields(bucket_word(t->words, b2, f, rep), f, rep);
+		bool		second;
 
 		if ((z1 | z2) == 0)
 			return false;
-		if (count_marked(z2, f, rep) > count_marked(z1, f, rep))
-			slot_set(t->words, 4 * b2 + first_marked(z2, f), f, fp);
-		else
-			slot_set(t->words, 4 * b1 + first_marked(z1, f), f, fp);
+		/* a choice as unpredictable as the keys: selected, not branched on */
+		second = count_marked(z2, f, rep) > count_marked(z1, f, rep);
+		slot_set(t->words, 4 * (second ? b2 : b1) +
+				 first_marked(second ? z2 : z1, f), f, fp);
 		return true;
 	}
 	bucket_read(t->words, b1, f, s1);
