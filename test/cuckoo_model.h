@@ -222,6 +222,22 @@ raw_set_bit(uint8_t *words, uint64_t j)
 	words[j >> 3] |= (uint8_t) (1u << (j & 7));
 }
 
+/* Writes v to slot s of bucket b, bit by bit. */
+static inline void
+raw_put_slot(uint8_t *words, uint64_t b, unsigned s, uint32_t f, uint32_t v)
+{
+	uint64_t	at = (4 * b + s) * f;
+	uint32_t	k;
+
+	for (k = 0; k < f; k++)
+	{
+		uint64_t	j = at + k;
+
+		words[j >> 3] = (uint8_t) ((words[j >> 3] & ~(1u << (j & 7))) |
+								   (((v >> k) & 1u) << (j & 7)));
+	}
+}
+
 /* Slot s of bucket b, bit by bit from the bytes. */
 static inline uint32_t
 raw_slot(const uint8_t *words, uint64_t b, unsigned s, uint32_t f)

@@ -20,7 +20,10 @@
  *	  alternates commute with shifting right, and values sharing fingerprint
  *	  and bucket pair at one level share the pair at every lower one, which
  *	  is what deletion relies on;
- *	- the bytes init writes, and the header and view kept in step by adds.
+ *	- the bytes init writes, and the header and view kept in step by adds;
+ *	- FORMAT.md's reference add (placement, the two-move search, the
+ *	  eviction walk, the victim), written from the document, against the
+ *	  core's bytes after every add: the document claims they agree exactly.
  *
  * Keys are splitmix64 outputs from fixed seeds, handed to the core as the
  * 64-bit hash a PostgreSQL hash function would produce, so every run sees
@@ -1006,6 +1009,291 @@ test_placement_rule(void)
 	}
 }
 
+/*
+ * FORMAT.md's reference add for a filter of one table without counters,
+ * written from the document alone and kept on its own copy of the bytes:
+ * step 1 (the emptier bucket), step 3 only to notice that it would apply
+ * (a pair of nothing but fp), step 4 (full), step 5 (the search at most
+ * two moves deep), step 6 (the eviction walk and its generator) and step 7
+ * (the count).
+ */
+typedef struct ref_table
+{
+	uint8_t    *words;
+	uint64_t	nb;
+	uint32_t	f;
+	uint64_t	items;
+	uint32_t	victim_fp;
+	uint64_t	victim_bucket;
+	uint64_t	by_step[8];		/* adds finished by each step (6: walks ended) */
+	uint64_t	victims;		/* walks that parked a victim */
+} ref_table;
+
+typedef enum
+{
+	REF_ADDED,
+	REF_WOULD_COUNT,			/* step 3 applies: outside this model */
+	REF_FULL
+} ref_outcome;
+
+static uint64_t
+ref_next(uint64_t *state)
+{
+	*state = *state * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+	return *state;
+}
+
+static int
+ref_first_free(const ref_table *r, uint64_t b)
+{
+	unsigned	s;
+
+	for (s = 0; s < 4; s++)
+		if (raw_slot(r->words, b, s, r->f) == 0)
+			return (int) s;
+	return -1;
+}
+
+static unsigned
+ref_free_slots(const ref_table *r, uint64_t b)
+{
+	unsigned	s,
+				n = 0;
+
+	for (s = 0; s < 4; s++)
+		n += raw_slot(r->words, b, s, r->f) == 0;
+	return n;
+}
+
+/* Moves fingerprint e into the first free slot of bucket to, if it has one. */
+static bool
+ref_move_into(ref_table *r, uint64_t to, uint32_t e)
+{
+	int			s = ref_first_free(r, to);
+
+	if (s < 0)
+		return false;
+	raw_put_slot(r->words, to, (unsigned) s, r->f, e);
+	return true;
+}
+
+static ref_outcome
+ref_add(ref_table *r, uint64_t h)
+{
+	uint32_t	f = r->f;
+	uint32_t	fp = ref_fingerprint(h, f);
+	uint64_t	b1 = ref_index(h, r->nb);
+	uint64_t	b2 = ref_alternate(b1, fp, r->nb, 0);
+	uint64_t	src[8];
+	uint32_t	e[8];
+	uint64_t	a[8];
+	uint32_t	g[32];
+	uint64_t	c[32];
+	unsigned	n1 = ref_free_slots(r, b1);
+	unsigned	n2 = ref_free_slots(r, b2);
+	unsigned	i,
+				j,
+				same = 0;
+	uint64_t	state,
+				b;
+	int			step;
+
+	/* 1: the emptier bucket of the pair, b1 on ties */
+	if (n1 + n2 > 0)
+	{
+		uint64_t	to = n2 > n1 ? b2 : b1;
+
+		raw_put_slot(r->words, to, (unsigned) ref_first_free(r, to), f, fp);
+		r->by_step[1]++;
+		r->items++;
+		return REF_ADDED;
+	}
+
+	for (i = 0; i < 8; i++)
+	{
+		src[i] = i < 4 ? b1 : b2;
+		e[i] = raw_slot(r->words, src[i], i % 4, f);
+		a[i] = ref_alternate(src[i], e[i], r->nb, 0);
+		same += e[i] == fp;
+	}
+	/* 3: a pair of nothing but fp counts the copy instead */
+	if (same == 8)
+		return REF_WOULD_COUNT;
+	/* 4: the victim slot is taken */
+	if (r->victim_fp != 0)
+		return REF_FULL;
+
+	/* 5: at most two moves, breadth first */
+	for (i = 0; i < 8; i++)
+		if (ref_move_into(r, a[i], e[i]))
+		{
+			raw_put_slot(r->words, src[i], i % 4, f, fp);
+			r->by_step[5]++;
+			r->items++;
+			return REF_ADDED;
+		}
+	for (j = 0; j < 32; j++)
+	{
+		g[j] = raw_slot(r->words, a[j / 4], j % 4, f);
+		c[j] = ref_alternate(a[j / 4], g[j], r->nb, 0);
+	}
+	for (j = 0; j < 32; j++)
+		if (ref_move_into(r, c[j], g[j]))
+		{
+			raw_put_slot(r->words, a[j / 4], j % 4, f, e[j / 4]);
+			raw_put_slot(r->words, src[j / 4], (j / 4) % 4, f, fp);
+			r->by_step[5]++;
+			r->items++;
+			return REF_ADDED;
+		}
+
+	/* 6: the eviction walk, its generator seeded with the hash */
+	state = h;
+	b = (ref_next(&state) >> 63) == 1 ? b2 : b1;
+	for (step = 0; step < AMQ_CUCKOO_MAX_KICKS; step++)
+	{
+		unsigned	s;
+
+		for (s = 0; s < 4; s++)
+		{
+			e[s] = raw_slot(r->words, b, s, f);
+			a[s] = ref_alternate(b, e[s], r->nb, 0);
+		}
+		for (s = 0; s < 4; s++)
+			if (ref_move_into(r, a[s], e[s]))
+			{
+				raw_put_slot(r->words, b, s, f, fp);
+				r->by_step[6]++;
+				r->items++;
+				return REF_ADDED;
+			}
+		s = (unsigned) (ref_next(&state) >> 62);
+		raw_put_slot(r->words, b, s, f, fp);
+		fp = e[s];
+		b = a[s];
+	}
+	r->victim_fp = fp;
+	r->victim_bucket = b;
+	r->victims++;
+	r->items++;
+	return REF_ADDED;
+}
+
+/* The core's table 0 against the model, byte for byte. */
+static bool
+ref_agrees(const cf *c, const ref_table *r)
+{
+	amq_cuckoo_table tb;
+
+	amq_cuckoo_table_at(&c->v, 0, &tb);
+	return memcmp(tb.words, r->words, 8 * ref_words(r->nb, r->f)) == 0 &&
+		tb.items == r->items && tb.victim_fp == r->victim_fp &&
+		tb.victim_bucket == r->victim_bucket;
+}
+
+/*
+ * The whole add of FORMAT.md (steps 1 and 4 to 7) against the core, one
+ * value at a time and in batches: a one-table filter filled until it is
+ * full, so that the search of step 5 (both levels), the eviction walk of
+ * step 6 and a parked victim all happen, with the bytes, the item count
+ * and the victim compared after every add (every batch).  The placement
+ * rule test checks step 1 alone; this one is what keeps the document's
+ * later steps true to the code.
+ */
+static void
+test_reference_add(void)
+{
+	static const uint32_t widths[] = {5, 8, 10, 13, 16, 24, 32};
+	const uint64_t nb = 300;
+	uint64_t	totals[8] = {0};
+	uint64_t	victims = 0;
+	size_t		w;
+
+	for (w = 0; w < sizeof(widths) / sizeof(widths[0]); w++)
+	{
+		int			batched;
+
+		for (batched = 0; batched < 2; batched++)
+		{
+			uint32_t	f = widths[w];
+			cf			c;
+			ref_table	r;
+			uint64_t	s = 4242 + f;
+			uint64_t	hashes[37];
+			bool		done_all = false;
+			unsigned	k;
+
+			if (!cf_make_geom(&c, nb, f))
+				continue;
+			memset(&r, 0, sizeof(r));
+			r.nb = nb;
+			r.f = f;
+			r.words = xmalloc(8 * ref_words(nb, f));
+			memset(r.words, 0, 8 * ref_words(nb, f));
+
+			while (!done_all)
+			{
+				size_t		n = batched ? 37 : 1;
+				size_t		added = n;
+				size_t		core_done = 0;
+				amq_status	want = AMQ_OK;
+				amq_status	st;
+
+				for (k = 0; k < n; k++)
+					hashes[k] = splitmix64(&s);
+				for (k = 0; k < n; k++)
+				{
+					ref_outcome o = ref_add(&r, hashes[k]);
+
+					if (o != REF_ADDED)
+					{
+						added = k;
+						want = AMQ_FULL;
+						done_all = true;
+						if (o == REF_WOULD_COUNT)
+							diag("f=%u: a pair of one fingerprint, step 3 (not modelled): stopped", f);
+						break;
+					}
+				}
+				if (batched)
+					st = amq_cuckoo_add_many(&c.v, hashes, added, FAMILY_A, &core_done);
+				else if (added == 1)
+					st = amq_cuckoo_add(&c.v, hashes[0], FAMILY_A);
+				else
+					st = AMQ_OK;
+				CHECK_STATUS(st, AMQ_OK);
+				if (want == AMQ_FULL && r.victim_fp != 0)
+				{
+					/* the value the model found no room for: the core is full too */
+					if (batched)
+						st = amq_cuckoo_add_many(&c.v, hashes + added, 1, FAMILY_A, &core_done);
+					else
+						st = amq_cuckoo_add(&c.v, hashes[added], FAMILY_A);
+					CHECK_STATUS(st, AMQ_FULL);
+				}
+				if (!ref_agrees(&c, &r))
+				{
+					diag("f=%u %s: the core's bytes left FORMAT.md's after %llu items",
+						 f, batched ? "add_many" : "add", (unsigned long long) r.items);
+					CHECK(false);
+					break;
+				}
+			}
+			CHECK(r.items > 4 * nb * 95 / 100);
+			for (k = 0; k < 8; k++)
+				totals[k] += r.by_step[k];
+			victims += r.victims;
+			free(r.words);
+			cf_free(&c);
+		}
+	}
+	diag("adds by step: 1: %llu, 5: %llu, 6: %llu; victims parked: %llu",
+		 (unsigned long long) totals[1], (unsigned long long) totals[5],
+		 (unsigned long long) totals[6], (unsigned long long) victims);
+	/* every step ran, or the comparison proved less than it claims */
+	CHECK(totals[5] > 0 && totals[6] > 0 && victims > 0);
+}
+
 static const amq_test tests[] = {
 	{"sizing errors", test_sizing_errors},
 	{"sizing fingerprint width", test_sizing_fp_bits},
@@ -1019,6 +1307,7 @@ static const amq_test tests[] = {
 	{"format layout", test_format_layout},
 	{"bit packing", test_bit_packing},
 	{"placement rule", test_placement_rule},
+	{"reference add", test_reference_add},
 };
 
 int
