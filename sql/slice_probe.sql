@@ -197,5 +197,38 @@ RESET amqfilter.probe_read;
 -- the setting takes only its three values
 SET amqfilter.probe_read = 'sometimes';
 
+-- Filters in memory, not stored: the result of an InitPlan is the same
+-- value on every row and is validated once while it stays the same; each
+-- member of 1..1000 is found among 5000 probes.
+SELECT count(*) AS bloom_members
+  FROM generate_series(1, 5000) g
+ WHERE (SELECT bloom_agg(x, 1000, 0.01) FROM generate_series(1, 1000) x) @> g
+   AND g <= 1000;
+SELECT count(*) AS cuckoo_members
+  FROM generate_series(1, 5000) g
+ WHERE (SELECT cuckoo_agg(x, 1000, 0.01) FROM generate_series(1, 1000) x) @> g
+   AND g <= 1000;
+-- A new value per row, at the address the last row's had (memory is reused
+-- from row to row), of the same length but another geometry on every other
+-- row: 7 or 4 hashes (classic, 960 bits both), 10- or 12-bit fingerprints
+-- (cuckoo, 256 bytes both).  Each row's own value is in its own filter, so
+-- every row counts; reusing the first row's validated view for a value
+-- because it sits at the same address would miss about half of them.
+SELECT 'bloom' AS type, (bloom_info(f)).bits AS size,
+       (bloom_info(f)).hashes AS hashes_or_fp_bits
+  FROM (VALUES (bloom_empty(100, 0.01, 'classic')),
+               (bloom_empty(150, 0.05, 'classic'))) v(f)
+UNION ALL
+SELECT 'cuckoo', (cuckoo_info(f)).bytes, (cuckoo_info(f)).fingerprint_bits
+  FROM (VALUES (cuckoo_empty(95, 0.002)), (cuckoo_empty(114, 0.01))) v(f);
+SELECT count(*) AS bloom_own_value
+  FROM generate_series(1, 2000) g
+ WHERE bloom_add(CASE WHEN g % 2 = 1 THEN bloom_empty(100, 0.01, 'classic')
+                      ELSE bloom_empty(150, 0.05, 'classic') END, g) @> g;
+SELECT count(*) AS cuckoo_own_value
+  FROM generate_series(1, 2000) g
+ WHERE cuckoo_add(CASE WHEN g % 2 = 1 THEN cuckoo_empty(95, 0.002)
+                       ELSE cuckoo_empty(114, 0.01) END, g) @> g;
+
 RESET search_path;
 DROP SCHEMA slice_probe CASCADE;

@@ -9,8 +9,9 @@
  * the probe cost proportional to the filter size, so a TOASTed argument is
  * detoasted once into fn_mcxt and kept, keyed by its TOAST pointer (a TOAST
  * value never changes; its pointer identifies it for the whole query).
- * In-line values cost nothing to detoast and are opened per call: opening is
- * an O(1) header check.
+ * In-line values cost nothing to detoast; one that stays the same from row
+ * to row (an InitPlan's result, a literal) is validated once, by the
+ * validation memo (see probe_view).
  *
  * Slices.  A probe needs the header and a few bytes (one 64-byte block of a
  * blocked bloom filter, k bytes of a classic one, each table's header and
@@ -509,11 +510,113 @@ slice_begin(AmqFilterCache *cache, const AmqFormat *format,
 }
 
 /*
+ * The validation memo.  A filter in memory, not TOASTed, is the same value
+ * on every row of many queries: the result of an InitPlan ("(SELECT
+ * bloom_agg(id, ...) FROM small) @> t.id", the join recipes), a literal, a
+ * parameter.  Validating it again on every row cost 8-10% of such a scan
+ * (perf: amq_bloom_open_header, amq_cuckoo_open_read).  Its address is no
+ * proof that it is the same value (memory is reused from row to row), but
+ * validation is a function of the value's length and of the bytes the
+ * format's validator reads, through amq_read_fn reads of at most
+ * AMQ_READ_MAX bytes each (a bloom filter's header; a cuckoo filter's
+ * header, table headers and counter entries).  So the second time a call
+ * site sees a value at the same address with the same length, it validates
+ * it once more through reads that record what they return; from then on a
+ * value there whose length and recorded bytes are the same validates the
+ * same way into the same view, and the check is a comparison of those
+ * bytes (64 for a bloom filter).  A value that needs more reads than the
+ * memo holds, or whose bytes change at one address, is validated on every
+ * row as before.
+ */
+#define AMQ_MEMO_MAX_READS	32
+
+enum
+{
+	AMQ_MEMO_SEEN,				/* opened once at this address */
+	AMQ_MEMO_HELD,				/* its reads are recorded */
+	AMQ_MEMO_NEVER				/* too many reads, or changing bytes */
+};
+
+typedef struct AmqOpenMemo
+{
+	int			nreads;
+	size_t		offset[AMQ_MEMO_MAX_READS];
+	size_t		len[AMQ_MEMO_MAX_READS];
+	uint8		bytes[AMQ_MEMO_MAX_READS][AMQ_READ_MAX];
+} AmqOpenMemo;
+
+typedef struct MemoRecorder
+{
+	const uint8 *data;
+	AmqOpenMemo *memo;
+	bool		overflow;
+} MemoRecorder;
+
+/* An amq_read_fn over a value in memory that records each read. */
+static const uint8 *
+memo_read(void *ctx, size_t offset, size_t len)
+{
+	MemoRecorder *rec = ctx;
+	AmqOpenMemo *memo = rec->memo;
+
+	Assert(len <= AMQ_READ_MAX);
+	if (memo->nreads < AMQ_MEMO_MAX_READS && len <= AMQ_READ_MAX)
+	{
+		memo->offset[memo->nreads] = offset;
+		memo->len[memo->nreads] = len;
+		memcpy(memo->bytes[memo->nreads], rec->data + offset, len);
+		memo->nreads++;
+	}
+	else
+		rec->overflow = true;
+	return rec->data + offset;
+}
+
+/* Whether data holds, everywhere validation read, what it read before. */
+static bool
+memo_matches(const AmqOpenMemo *memo, const uint8 *data)
+{
+	int			i;
+
+	for (i = 0; i < memo->nreads; i++)
+		if (memcmp(data + memo->offset[i], memo->bytes[i], memo->len[i]) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * Records what validating data (len bytes, validated just before) reads;
+ * the new state of the memo.
+ */
+static uint8
+memo_record(FunctionCallInfo fcinfo, AmqFilterCache *cache,
+			const AmqFormat *format, const uint8 *data, size_t len)
+{
+	MemoRecorder rec;
+	AmqAnyView	view;
+
+	if (len < format->header_size ||
+		format->open_reads(data) > AMQ_MEMO_MAX_READS)
+		return AMQ_MEMO_NEVER;
+	if (cache->memo == NULL)
+		cache->memo = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt,
+										 sizeof(AmqOpenMemo));
+	cache->memo->nreads = 0;
+	rec.data = data;
+	rec.memo = cache->memo;
+	rec.overflow = false;
+	if (format->open_read(memo_read, &rec, len, &view) != AMQ_OK || rec.overflow)
+		return AMQ_MEMO_NEVER;
+	return AMQ_MEMO_HELD;
+}
+
+/*
  * Opens filter argument argno as amq_filter_open_arg does, but leaves the
  * view in the cache and returns it: a probe only reads it, and a view
  * copied for every row is the same work each time (368 bytes for a bloom
  * filter).  The cached value's view stays in cache->view; any other value
- * is opened into cache->scratch, which only this call uses.
+ * is opened into cache->scratch, which only this call uses, and validated
+ * once for as long as it stays the same (the validation memo above).
  */
 static const void *
 probe_view(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
@@ -521,6 +624,7 @@ probe_view(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
 {
 	uint8	   *data;
 	size_t		len;
+	bool		again;
 
 	Assert(format->view_size <= sizeof(cache->view));
 	if (amq_filter_arg(fcinfo, argno, cache, format, &data, &len))
@@ -531,7 +635,23 @@ probe_view(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
 		cache->opened = true;
 		return &cache->view;
 	}
+
+	again = data == cache->memo_data && len == cache->memo_len;
+	if (again && cache->memo_state == AMQ_MEMO_HELD)
+	{
+		if (memo_matches(cache->memo, data))
+			return &cache->scratch;
+		cache->memo_state = AMQ_MEMO_NEVER;
+	}
 	amq_open_or_error(format, data, len, AMQ_GATE_STORED, &cache->scratch);
+	if (!again)
+	{
+		cache->memo_data = data;
+		cache->memo_len = len;
+		cache->memo_state = AMQ_MEMO_SEEN;
+	}
+	else if (cache->memo_state == AMQ_MEMO_SEEN)
+		cache->memo_state = memo_record(fcinfo, cache, format, data, len);
 	return &cache->scratch;
 }
 

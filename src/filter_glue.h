@@ -36,6 +36,11 @@ typedef struct AmqFilterCache
 	bool		opened;			/* view below is filled in */
 	AmqAnyView	view;			/* of the copy, or of the header (sliced) */
 	AmqAnyView	scratch;		/* a probe's view of any other value */
+	/* that value, probed row after row in memory (see probe_view) */
+	const uint8 *memo_data;		/* the value last opened into scratch */
+	size_t		memo_len;
+	uint8		memo_state;		/* how far it is known: AMQ_MEMO_* */
+	struct AmqOpenMemo *memo;	/* what validating it read, in fn_mcxt */
 	/* slice probing (amq_filter_probe_arg) */
 	const AmqFormat *format;
 	struct varlena *pointer;	/* the TOAST pointer of the current call */
