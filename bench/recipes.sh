@@ -40,7 +40,7 @@ TIMEOUT_S=60
 RESULTS_FILE=$AMQ_ROOT/bench/RECIPES.md
 ROWS_OUT=()
 
-for v in ROWS PARTS PART_ROWS; do
+for v in ROWS PARTS PART_ROWS LOOKUP_RUNS; do
 	[[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -ge 2 ] || die "$v must be a whole number >= 2"
 done
 
