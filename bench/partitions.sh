@@ -148,9 +148,9 @@ for ((r = 0; r < COPY_RUNS; r++)); do
 		untracked+=("$(copy_ms copy_untracked "$copy_file")")
 	fi
 done
-stale=$(run_psql -At -c "SELECT count(*) FROM amqfilter_partition_filter
-	WHERE parent = 'copy_tracked'::regclass AND stale")
-[ "$stale" = 10 ] || die "the tracked COPY marked $stale of 10 partitions stale"
+stale=$(run_psql -At -c "SELECT count(*) FROM bloom_partition_status('copy_tracked', 'customer_id')
+	WHERE state = 'written'")
+[ "$stale" = 10 ] || die "the tracked COPY recorded $stale of 10 partitions as written"
 copy_tracked_ms=$(printf '%s\n' "${tracked[@]}" | median)
 copy_untracked_ms=$(printf '%s\n' "${untracked[@]}" | median)
 

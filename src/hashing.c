@@ -58,6 +58,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/stratnum.h"
 #include "catalog/dependency.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_enum.h"
@@ -467,6 +468,22 @@ check_stable(const AmqHasher *hasher)
 }
 
 /*
+ * The id a filter of values of type, under collation, records (FORMAT.md:
+ * family), after the checks of amq_check_hashable.  Partition filters keep
+ * it, to tell whether their column still hashes as it did at their build.
+ */
+uint32
+amq_identity_family(Oid type, Oid collation)
+{
+	AmqHasher	hasher;
+
+	memset(&hasher, 0, sizeof(hasher));
+	hasher_init(&hasher, type, collation, CurrentMemoryContext);
+	check_stable(&hasher);
+	return hasher.family;
+}
+
+/*
  * Errors unless values of a type, under a collation, can be members of a
  * filter: the checks the first hashed value would make, made before any
  * work that would be wasted if they fail.
@@ -474,11 +491,62 @@ check_stable(const AmqHasher *hasher)
 void
 amq_check_hashable(Oid type, Oid collation)
 {
-	AmqHasher	hasher;
+	(void) amq_identity_family(type, collation);
+}
 
-	memset(&hasher, 0, sizeof(hasher));
-	hasher_init(&hasher, type, collation, CurrentMemoryContext);
-	check_stable(&hasher);
+/*
+ * What else a type's values hash by, beyond its identity: for an enum (or a
+ * domain over one), hashed by label, a digest of its labels, and of the
+ * transaction that last wrote each, so that a label renamed and renamed back
+ * by two transactions is a change too.  0 for every other type.
+ *
+ * A value keeps its label's OID when the label is renamed, and so changes
+ * its hash without being written: a summary of a column built before the
+ * rename describes values that are no longer there.
+ */
+uint64
+amq_type_version(Oid type)
+{
+	Oid			base = getBaseType(type);
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	uint64		digest = 14695981039346656037u;	/* FNV-1a, 64 bits */
+	int			count = 0;
+
+	if (!type_is_enum(base))
+		return 0;
+	rel = table_open(EnumRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_enum_enumtypid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(base));
+	scan = systable_beginscan(rel, EnumTypIdSortOrderIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_enum form = (Form_pg_enum) GETSTRUCT(tup);
+		uint64		entry[3];
+		const unsigned char *p = (const unsigned char *) entry;
+		uint64		h = 14695981039346656037u;
+		size_t		i;
+
+		entry[0] = form->oid;
+		entry[1] = HeapTupleHeaderGetRawXmin(tup->t_data);
+		entry[2] = hash_bytes_extended((const unsigned char *) NameStr(form->enumlabel),
+									   strlen(NameStr(form->enumlabel)), 0);
+		for (i = 0; i < sizeof(entry); i++)
+		{
+			h ^= p[i];
+			h *= 1099511628211u;
+		}
+		/* XOR: the order the scan returns the labels in does not matter */
+		digest ^= h;
+		count++;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	digest ^= (uint64) count * 0x9E3779B97F4A7C15u;
+	/* 0 means "not an enum" */
+	return digest == 0 ? 1 : digest;
 }
 
 /*

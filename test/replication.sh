@@ -8,9 +8,9 @@
 # orders is range-partitioned on id (two partitions) with filters built on c.  The
 # apply worker writes with session_replication_role = replica, where only triggers
 # enabled ALWAYS fire, so this checks that rows arriving by replication (an INSERT
-# into one partition, an UPDATE of a row in the other) mark exactly their
-# partitions stale, that lookups on the subscriber find them, and that the
-# partition nothing arrived in keeps its fresh filter.
+# into one partition, an UPDATE of a row in the other) are recorded as written to
+# exactly their partitions, that lookups on the subscriber find them, and that the
+# partition nothing arrived in keeps its current filter.
 #
 # It prints PASS or FAIL per check and exits non-zero when any check failed.
 set -euo pipefail
@@ -58,9 +58,9 @@ else
 	fail "replication: both changes applied on the subscriber ($arrived of 2 after 60 s)"
 fi
 
-stale=$(run_psql -At -c "SELECT string_agg(partition::text || '=' || stale, ' ' ORDER BY partition::text)
-	FROM amqfilter_partition_filter")
-if [ "$stale" = "orders_1=true orders_2=true" ]; then
+stale=$(run_psql -At -c "SELECT string_agg(partition::text || '=' || state, ' ' ORDER BY partition::text)
+	FROM bloom_partition_status('orders', 'c')")
+if [ "$stale" = "orders_1=written orders_2=written" ]; then
 	pass "replication: the apply worker's INSERT and UPDATE marked their partitions stale"
 else
 	fail "replication: the apply worker's INSERT and UPDATE marked their partitions stale ($stale)"
@@ -83,9 +83,9 @@ for ((i = 0; i < 40; i++)); do
 	[ "$arrived" = 1 ] && break
 	sleep 0.5
 done
-stale=$(run_psql -At -c "SELECT string_agg(partition::text || '=' || stale, ' ' ORDER BY partition::text)
-	FROM amqfilter_partition_filter")
-if [ "$arrived" = 1 ] && [ "$stale" = "orders_1=false orders_2=true" ]; then
+stale=$(run_psql -At -c "SELECT string_agg(partition::text || '=' || state, ' ' ORDER BY partition::text)
+	FROM bloom_partition_status('orders', 'c')")
+if [ "$arrived" = 1 ] && [ "$stale" = "orders_1=current orders_2=written" ]; then
 	pass "replication: only the partition a replicated row went to is stale"
 else
 	fail "replication: only the partition a replicated row went to is stale ($arrived, $stale)"
