@@ -96,4 +96,69 @@ SELECT k,
            AND (b <= k * 10 OR b BETWEEN 20001 AND 20000 + k * 10)) AS found_bloom
   FROM groups ORDER BY k;
 
+-- The merge moved into a scalar subquery is evaluated one query level
+-- further down, once.  Arguments that name query levels (a CTE read by a
+-- subquery) are moved with it and still find what they name.
+-- Each answer is compared with the same filters merged by the union
+-- aggregates, which the planner support does not touch.
+CREATE TABLE probe AS SELECT g::int8 AS x FROM generate_series(1, 2000) g;
+ANALYZE probe;
+
+-- a CTE read twice (so not inlined), of this query
+WITH f AS (SELECT bloom_agg(x, 1000, 0.01) FILTER (WHERE x <= 500) AS lo,
+                  bloom_agg(x, 1000, 0.01) FILTER (WHERE x BETWEEN 1001 AND 1500) AS hi,
+                  cuckoo_agg(x, 1000, 0.01) FILTER (WHERE x <= 500) AS clo,
+                  cuckoo_agg(x, 1000, 0.01) FILTER (WHERE x BETWEEN 1001 AND 1500) AS chi
+             FROM probe)
+SELECT count(*) FILTER (WHERE ((SELECT lo FROM f) | (SELECT hi FROM f)) @> x) =
+       count(*) FILTER (WHERE (SELECT bloom_union_agg(y) FROM (SELECT lo FROM f UNION ALL SELECT hi FROM f) u(y)) @> x)
+         AS bloom_same,
+       count(*) FILTER (WHERE ((SELECT clo FROM f) | (SELECT chi FROM f)) @> x) =
+       count(*) FILTER (WHERE (SELECT cuckoo_union_agg(y) FROM (SELECT clo FROM f UNION ALL SELECT chi FROM f) u(y)) @> x)
+         AS cuckoo_same,
+       count(*) FILTER (WHERE (x <= 500 OR x BETWEEN 1001 AND 1500)
+                          AND NOT (((SELECT lo FROM f) | (SELECT hi FROM f)) @> x
+                                   AND ((SELECT clo FROM f) | (SELECT chi FROM f)) @> x)) AS missed
+  FROM probe;
+-- a MATERIALIZED CTE, and a CTE the arguments' own subquery defines
+WITH f AS MATERIALIZED (
+       SELECT bloom_agg(x, 1000, 0.01) FILTER (WHERE x <= 500) AS lo,
+              bloom_agg(x, 1000, 0.01) FILTER (WHERE x BETWEEN 1001 AND 1500) AS hi,
+              cuckoo_agg(x, 1000, 0.01) FILTER (WHERE x <= 500) AS clo,
+              cuckoo_agg(x, 1000, 0.01) FILTER (WHERE x BETWEEN 1001 AND 1500) AS chi
+         FROM probe)
+SELECT count(*) FILTER (WHERE ((WITH g AS (SELECT lo FROM f) SELECT lo FROM g) | (SELECT hi FROM f)) @> x) =
+       count(*) FILTER (WHERE (SELECT bloom_union_agg(y) FROM (SELECT lo FROM f UNION ALL SELECT hi FROM f) u(y)) @> x)
+         AS bloom_same,
+       cuckoo_union((WITH g AS (SELECT clo FROM f) SELECT clo FROM g), (SELECT chi FROM f))::text =
+       (SELECT cuckoo_union(clo, chi) FROM f)::text AS cuckoo_same_bytes,
+       count(*) FILTER (WHERE (x <= 500 OR x BETWEEN 1001 AND 1500)
+                          AND NOT (((SELECT lo FROM f) | (SELECT hi FROM f)) @> x
+                                   AND cuckoo_union((SELECT clo FROM f), (SELECT chi FROM f)) @> x)) AS missed
+  FROM probe;
+-- a CTE of the query around the one that merges
+WITH f AS (SELECT bloom_agg(x, 1000, 0.01) FILTER (WHERE x <= 500) AS lo,
+                  bloom_agg(x, 1000, 0.01) FILTER (WHERE x BETWEEN 1001 AND 1500) AS hi,
+                  cuckoo_agg(x, 1000, 0.01) FILTER (WHERE x <= 500) AS clo,
+                  cuckoo_agg(x, 1000, 0.01) FILTER (WHERE x BETWEEN 1001 AND 1500) AS chi
+             FROM probe)
+SELECT (SELECT count(*) FROM probe WHERE ((SELECT lo FROM f) | (SELECT hi FROM f)) @> x) =
+       (SELECT count(*) FROM probe
+         WHERE (SELECT bloom_union_agg(y) FROM (SELECT lo FROM f UNION ALL SELECT hi FROM f) u(y)) @> x)
+         AS bloom_same,
+       (SELECT count(*) FROM probe WHERE ((SELECT clo FROM f) | (SELECT chi FROM f)) @> x) =
+       (SELECT count(*) FROM probe
+         WHERE (SELECT cuckoo_union_agg(y) FROM (SELECT clo FROM f UNION ALL SELECT chi FROM f) u(y)) @> x)
+         AS cuckoo_same,
+       (SELECT count(*) FROM probe
+         WHERE (x <= 500 OR x BETWEEN 1001 AND 1500)
+           AND NOT (((SELECT lo FROM f) | (SELECT hi FROM f)) @> x
+                    AND ((SELECT clo FROM f) | (SELECT chi FROM f)) @> x)) AS missed;
+-- ... and the merge of CTE reads is still computed once, in an InitPlan
+EXPLAIN (COSTS OFF)
+WITH f AS MATERIALIZED (SELECT bloom_agg(x, 1000, 0.01) FILTER (WHERE x <= 500) AS lo,
+                               bloom_agg(x, 1000, 0.01) FILTER (WHERE x > 1000) AS hi
+                          FROM probe)
+SELECT count(*) FROM probe WHERE ((SELECT lo FROM f) | (SELECT hi FROM f)) @> x;
+
 DROP SCHEMA merge_once CASCADE;

@@ -189,6 +189,10 @@ amq_probe_support(FunctionCallInfo fcinfo, const AmqFormat *format,
  * parameter but the query's own ($1).  Anything else is left as it is, and
  * the call site's cache of its last result (filter_access.c) still avoids
  * recomputing for repeated inputs.
+ *
+ * A subquery among the arguments may still read a CTE of this query or of
+ * one around it.  CTE references count query levels, and the call moves
+ * one level down: they are moved one level further.
  * ----------------------------------------------------------------
  */
 
@@ -250,6 +254,7 @@ amq_merge_support(FunctionCallInfo fcinfo)
 	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
 	SupportRequestSimplify *req;
 	Query	   *parse;
+	FuncExpr   *merge;
 	Query	   *sub;
 	SubLink    *sublink;
 
@@ -261,14 +266,18 @@ amq_merge_support(FunctionCallInfo fcinfo)
 		!row_independent(req->root, (Node *) req->fcall->args))
 		PG_RETURN_POINTER(NULL);
 
+	merge = copyObject(req->fcall);
+	/* CTE references in the arguments' subqueries: one level further up */
+	IncrementVarSublevelsUp((Node *) merge, 1, 0);
+
 	sub = makeNode(Query);
 	sub->commandType = CMD_SELECT;
 	sub->querySource = QSRC_ORIGINAL;
 	sub->canSetTag = true;
 	sub->jointree = makeFromExpr(NIL, NULL);
-	sub->targetList = list_make1(makeTargetEntry((Expr *) copyObject(req->fcall),
-												 1, pstrdup("merge"), false));
-	sub->hasSubLinks = checkExprHasSubLink((Node *) req->fcall->args);
+	sub->targetList = list_make1(makeTargetEntry((Expr *) merge, 1,
+												 pstrdup("merge"), false));
+	sub->hasSubLinks = checkExprHasSubLink((Node *) merge->args);
 
 	sublink = makeNode(SubLink);
 	sublink->subLinkType = EXPR_SUBLINK;
