@@ -97,8 +97,9 @@ SELECT k,
   FROM groups ORDER BY k;
 
 -- The merge moved into a scalar subquery is evaluated one query level
--- further down, once.  Arguments that name query levels (a CTE read by a
--- subquery) are moved with it and still find what they name.
+-- further down, once.  Arguments that must not be evaluated there, or only
+-- once, keep the merge where it was; arguments that name query levels (a
+-- CTE read by a subquery) are moved with it and still find what they name.
 -- Each answer is compared with the same filters merged by the union
 -- aggregates, which the planner support does not touch.
 CREATE TABLE probe AS SELECT g::int8 AS x FROM generate_series(1, 2000) g;
@@ -160,5 +161,59 @@ WITH f AS MATERIALIZED (SELECT bloom_agg(x, 1000, 0.01) FILTER (WHERE x <= 500) 
                                bloom_agg(x, 1000, 0.01) FILTER (WHERE x > 1000) AS hi
                           FROM probe)
 SELECT count(*) FROM probe WHERE ((SELECT lo FROM f) | (SELECT hi FROM f)) @> x;
+
+-- set-returning arguments make rows of the query they are in: the merge
+-- stays there, one per row, as each row's own filter
+SELECT count(*) = 2 * (SELECT count(*) FROM groups) AS all_rows,
+       bool_and(m @> i) AS each_has_its_value,
+       count(DISTINCT m::text) AS filters
+  FROM (SELECT unnest(ARRAY[1, 2]::int8[]) AS i,
+               bloom_empty(1000, 0.01) |
+               unnest(ARRAY[bloom_add(bloom_empty(1000, 0.01), 1::int8),
+                            bloom_add(bloom_empty(1000, 0.01), 2::int8)]) AS m
+          FROM groups) s;
+SELECT (SELECT array_agg(m::text ORDER BY k, i)
+          FROM (SELECT k, generate_series(1, 3) AS i,
+                       cuckoo_union(cuckoo_empty(1000, 0.01),
+                                    cuckoo_add(cuckoo_empty(1000, 0.01), generate_series(1, 3)::int8)) AS m
+                  FROM groups) s) =
+       (SELECT array_agg(cuckoo_union(cuckoo_empty(1000, 0.01),
+                                      cuckoo_add(cuckoo_empty(1000, 0.01), i::int8))::text ORDER BY k, i)
+          FROM groups, generate_series(1, 3) i) AS cuckoo_same,
+       (SELECT array_agg(m::text ORDER BY k, i)
+          FROM (SELECT k, generate_series(1, 3) AS i,
+                       bloom_empty(1000, 0.01) &
+                       bloom_add(bloom_empty(1000, 0.01), generate_series(1, 3)::int8) AS m
+                  FROM groups) s) =
+       (SELECT array_agg((bloom_empty(1000, 0.01) &
+                          bloom_add(bloom_empty(1000, 0.01), i::int8))::text ORDER BY k, i)
+          FROM groups, generate_series(1, 3) i) AS bloom_intersect_same;
+
+-- a CASE in an argument's subquery belongs to that subquery, which moves
+-- whole: the merge is still computed once
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM probe
+ WHERE ((SELECT CASE count(*) WHEN 0 THEN NULL ELSE bloom_agg(x, 1000, 0.01) END
+           FROM probe WHERE x <= 500) |
+        (SELECT bloom_agg(x, 1000, 0.01) FROM probe WHERE x > 1000)) @> x;
+
+-- volatile functions, window functions and aggregates of this query change
+-- from row to row or group to group: one filter each
+CREATE SEQUENCE merge_seq;
+SELECT count(DISTINCT m::text) = count(*) AS one_filter_per_row
+  FROM (SELECT bloom_empty(1000, 0.01) | bloom_add(bloom_empty(1000, 0.01), nextval('merge_seq')) AS m
+          FROM groups) t;
+SELECT count(*) AS rows, count(DISTINCT m::text) AS filters, bool_and(m @> r) AS each_has_its_value
+  FROM (SELECT cuckoo_empty(1000, 0.01) |
+               cuckoo_add(cuckoo_empty(1000, 0.01), row_number() OVER (ORDER BY k)) AS m,
+               row_number() OVER (ORDER BY k) AS r
+          FROM groups) t;
+SELECT k % 2 AS parity,
+       (bloom_empty(1000, 0.01) | bloom_agg(k, 1000, 0.01)) @> min(k) AND
+       (bloom_empty(1000, 0.01) | bloom_agg(k, 1000, 0.01)) @> max(k) AS bloom_has_its_values,
+       (cuckoo_empty(1000, 0.01) | cuckoo_agg(k, 1000, 0.01)) @> min(k) AND
+       (cuckoo_empty(1000, 0.01) | cuckoo_agg(k, 1000, 0.01)) @> max(k) AS cuckoo_has_its_values,
+       (bloom_info(bloom_empty(1000, 0.01) | bloom_agg(k, 1000, 0.01))).inserted = count(*) AS counted
+  FROM groups GROUP BY k % 2 ORDER BY 1;
 
 DROP SCHEMA merge_once CASCADE;

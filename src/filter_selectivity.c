@@ -182,21 +182,31 @@ amq_probe_support(FunctionCallInfo fcinfo, const AmqFormat *format,
  * and would run once per row of t.  The merges' planner support rewrites
  * such a call merge(x, y) into the scalar subquery (SELECT merge(x, y)),
  * which PostgreSQL plans as an InitPlan: computed once, when first needed.
- * Only while planning a query that has a FROM list (a query without one
- * evaluates its expressions once anyway, and the subquery made here is
- * one), and only for arguments that reference nothing of any query level:
- * no column, aggregate or window function, no volatile function, no
- * parameter but the query's own ($1).  Anything else is left as it is, and
- * the call site's cache of its last result (filter_access.c) still avoids
- * recomputing for repeated inputs.
  *
- * A subquery among the arguments may still read a CTE of this query or of
- * one around it.  CTE references count query levels, and the call moves
- * one level down: they are moved one level further.
+ * The call is then evaluated once, one query level further down, so every
+ * argument must mean the same there and must not need more than one
+ * evaluation.  Refused, and left as they are:
+ *	- columns, aggregates and window functions of this query, which change
+ *	  from row to row or group to group, and columns and aggregates of the
+ *	  queries around it, which change with their rows;
+ *	- set-returning functions: they make rows of this query, and a scalar
+ *	  subquery cannot return a set;
+ *	- volatile functions, which are evaluated once per row;
+ *	- parameters other than the query's own ($1): executor parameters
+ *	  belong to a plan level, and the placeholders CaseTestExpr and
+ *	  CoerceToDomainValue to the expression that supplies their value.
+ * What remains may still name query levels: a subquery among the
+ * arguments can read a CTE of this query or of one around it.  Those
+ * references are counted in levels, and are moved one further.
+ *
+ * Only for a query that has a FROM list (a query without one evaluates its
+ * expressions once anyway, and the subquery made here is one).  A merge
+ * left alone still has its call site's cache of its last result
+ * (filter_access.c), which avoids recomputing for repeated inputs.
  * ----------------------------------------------------------------
  */
 
-/* True if node holds a node that ties it to a row or a query level. */
+/* True if node holds a node that ties it to a row or a plan level. */
 static bool
 row_dependent_walker(Node *node, void *context)
 {
@@ -214,13 +224,31 @@ row_dependent_walker(Node *node, void *context)
 	return expression_tree_walker(node, row_dependent_walker, context);
 }
 
+/*
+ * True if node holds a placeholder for a value that the expression around
+ * it supplies.  Not looking into subqueries: one there belongs to an
+ * expression of the subquery, which moves with it.
+ */
+static bool
+placeholder_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, CaseTestExpr) || IsA(node, CoerceToDomainValue))
+		return true;
+	if (IsA(node, Query))
+		return false;
+	return expression_tree_walker(node, placeholder_walker, context);
+}
+
 static bool
 row_independent(PlannerInfo *root, Node *args)
 {
 	int			level;
 
-	if (row_dependent_walker(args, NULL) || contain_volatile_functions(args) ||
-		contain_windowfuncs(args))
+	if (row_dependent_walker(args, NULL) || placeholder_walker(args, NULL) ||
+		contain_volatile_functions(args) || contain_windowfuncs(args) ||
+		expression_returns_set(args))
 		return false;
 	/* columns and aggregates of this query and of every query around it */
 	for (level = 0; level < root->query_level; level++)
