@@ -216,4 +216,28 @@ SELECT k % 2 AS parity,
        (bloom_info(bloom_empty(1000, 0.01) | bloom_agg(k, 1000, 0.01))).inserted = count(*) AS counted
   FROM groups GROUP BY k % 2 ORDER BY 1;
 
+-- an appendrel's restriction is simplified again for each child after the
+-- query's subqueries are planned: where only then the merge's arguments no
+-- longer name a column ($1 in a generic plan), it stays in the child's filter
+CREATE TABLE parts AS
+SELECT bloom_agg(v, 1000, 0.01) FILTER (WHERE v <= 500) AS lo,
+       bloom_agg(v, 1000, 0.01) FILTER (WHERE v BETWEEN 20001 AND 20500) AS hi,
+       cuckoo_agg(v, 1000, 0.01) FILTER (WHERE v <= 500) AS clo,
+       cuckoo_agg(v, 1000, 0.01) FILTER (WHERE v BETWEEN 20001 AND 20500) AS chi
+  FROM a;
+PREPARE merge_arms(bloom, bloom, cuckoo, cuckoo) AS
+SELECT count(*) AS n
+  FROM (SELECT $1 AS f, $2 AS g, $3 AS cf, $4 AS cg, b FROM nums
+        UNION ALL
+        SELECT $2, $1, $4, $3, b FROM nums) u
+ WHERE (f | g) @> b AND (cf | cg) @> b;
+SET plan_cache_mode = force_custom_plan;
+SELECT lo, hi, clo, chi FROM parts \gset
+EXECUTE merge_arms(:'lo', :'hi', :'clo', :'chi') \gset custom_
+SET plan_cache_mode = force_generic_plan;
+EXECUTE merge_arms(:'lo', :'hi', :'clo', :'chi') \gset generic_
+RESET plan_cache_mode;
+SELECT :generic_n = :custom_n AS generic_same, :custom_n >= 2 * 1000 AS all_found;
+DEALLOCATE merge_arms;
+
 DROP SCHEMA merge_once CASCADE;

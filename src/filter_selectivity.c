@@ -199,7 +199,11 @@ amq_probe_support(FunctionCallInfo fcinfo, const AmqFormat *format,
  * arguments can read a CTE of this query or of one around it.  Those
  * references are counted in levels, and are moved one further.
  *
- * Only for a query that has a FROM list (a query without one evaluates its
+ * Only while the query's expressions are preprocessed, when PostgreSQL
+ * plans the SubLinks that eval_const_expressions leaves behind (later
+ * simplifications, of an appendrel child's restrictions or of estimates,
+ * have none planned: "cannot handle unplanned sub-select"), and only for
+ * a query that has a FROM list (a query without one evaluates its
  * expressions once anyway, and the subquery made here is one).  A merge
  * left alone still has its call site's cache of its last result
  * (filter_access.c), which avoids recomputing for repeated inputs.
@@ -289,7 +293,9 @@ amq_merge_support(FunctionCallInfo fcinfo)
 	if (!IsA(rawreq, SupportRequestSimplify))
 		PG_RETURN_POINTER(NULL);
 	req = (SupportRequestSimplify *) rawreq;
+	/* the relations are set up once preprocessing is over */
 	if (req->root == NULL || (parse = req->root->parse) == NULL ||
+		req->root->simple_rel_array_size > 0 ||
 		without_from(parse) ||
 		!row_independent(req->root, (Node *) req->fcall->args))
 		PG_RETURN_POINTER(NULL);
