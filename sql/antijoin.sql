@@ -18,23 +18,23 @@ ANALYZE t, small, empty_side;
 EXPLAIN (COSTS OFF)
 SELECT count(*) FROM t
  WHERE NOT EXISTS (SELECT 1 FROM small s
-                    WHERE s.id = CASE WHEN (SELECT bloom_agg(id, 2000, 0.01) FROM small) @> t.id
+                    WHERE s.id = CASE WHEN ((SELECT bloom_agg(id, 2000, 0.01) FROM small) @> t.id) IS NOT FALSE
                                       THEN t.id END);
 
 -- the same rows as the plain NOT EXISTS: bloom, cuckoo, and over an empty build side
 SELECT (SELECT count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM small s WHERE s.id = t.id)) AS plain,
        (SELECT count(*) FROM t
          WHERE NOT EXISTS (SELECT 1 FROM small s
-                            WHERE s.id = CASE WHEN (SELECT bloom_agg(id, 2000, 0.01) FROM small) @> t.id
+                            WHERE s.id = CASE WHEN ((SELECT bloom_agg(id, 2000, 0.01) FROM small) @> t.id) IS NOT FALSE
                                               THEN t.id END)) AS bloom,
        (SELECT count(*) FROM t
          WHERE NOT EXISTS (SELECT 1 FROM small s
-                            WHERE s.id = CASE WHEN (SELECT cuckoo_agg(id, 2000, 0.01) FROM small) @> t.id
+                            WHERE s.id = CASE WHEN ((SELECT cuckoo_agg(id, 2000, 0.01) FROM small) @> t.id) IS NOT FALSE
                                               THEN t.id END)) AS cuckoo;
 SELECT (SELECT count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM empty_side s WHERE s.id = t.id)) AS plain,
        (SELECT count(*) FROM t
          WHERE NOT EXISTS (SELECT 1 FROM empty_side s
-                            WHERE s.id = CASE WHEN (SELECT bloom_agg(id, 2000, 0.01) FROM empty_side) @> t.id
+                            WHERE s.id = CASE WHEN ((SELECT bloom_agg(id, 2000, 0.01) FROM empty_side) @> t.id) IS NOT FALSE
                                               THEN t.id END)) AS bloom;
 -- row for row, NULL keys included (they are kept, as by the plain query)
 SELECT count(*) AS differ FROM (
@@ -42,19 +42,19 @@ SELECT count(*) AS differ FROM (
    EXCEPT ALL
    SELECT id FROM t
     WHERE NOT EXISTS (SELECT 1 FROM small s
-                       WHERE s.id = CASE WHEN (SELECT bloom_agg(id, 2000, 0.01) FROM small) @> t.id
+                       WHERE s.id = CASE WHEN ((SELECT bloom_agg(id, 2000, 0.01) FROM small) @> t.id) IS NOT FALSE
                                          THEN t.id END))
   UNION ALL
   (SELECT id FROM t
     WHERE NOT EXISTS (SELECT 1 FROM small s
-                       WHERE s.id = CASE WHEN (SELECT bloom_agg(id, 2000, 0.01) FROM small) @> t.id
+                       WHERE s.id = CASE WHEN ((SELECT bloom_agg(id, 2000, 0.01) FROM small) @> t.id) IS NOT FALSE
                                          THEN t.id END)
    EXCEPT ALL
    SELECT id FROM t WHERE NOT EXISTS (SELECT 1 FROM small s WHERE s.id = t.id))) d;
 SELECT count(*) AS null_keys_kept FROM t
  WHERE id IS NULL
    AND NOT EXISTS (SELECT 1 FROM small s
-                    WHERE s.id = CASE WHEN (SELECT bloom_agg(id, 2000, 0.01) FROM small) @> t.id
+                    WHERE s.id = CASE WHEN ((SELECT bloom_agg(id, 2000, 0.01) FROM small) @> t.id) IS NOT FALSE
                                       THEN t.id END);
 
 DROP SCHEMA antijoin CASCADE;

@@ -182,17 +182,35 @@ amq_probe_support(FunctionCallInfo fcinfo, const AmqFormat *format,
  * and would run once per row of t.  The merges' planner support rewrites
  * such a call merge(x, y) into the scalar subquery (SELECT merge(x, y)),
  * which PostgreSQL plans as an InitPlan: computed once, when first needed.
- * Only while planning a query that has a FROM list (a query without one
- * evaluates its expressions once anyway, and the subquery made here is
- * one), and only for arguments that reference nothing of any query level:
- * no column, aggregate or window function, no volatile function, no
- * parameter but the query's own ($1).  Anything else is left as it is, and
- * the call site's cache of its last result (filter_access.c) still avoids
- * recomputing for repeated inputs.
+ *
+ * The call is then evaluated once, one query level further down, so every
+ * argument must mean the same there and must not need more than one
+ * evaluation.  Refused, and left as they are:
+ *	- columns, aggregates and window functions of this query, which change
+ *	  from row to row or group to group, and columns and aggregates of the
+ *	  queries around it, which change with their rows;
+ *	- set-returning functions: they make rows of this query, and a scalar
+ *	  subquery cannot return a set;
+ *	- volatile functions, which are evaluated once per row;
+ *	- parameters other than the query's own ($1): executor parameters
+ *	  belong to a plan level, and the placeholders CaseTestExpr and
+ *	  CoerceToDomainValue to the expression that supplies their value.
+ * What remains may still name query levels: a subquery among the
+ * arguments can read a CTE of this query or of one around it.  Those
+ * references are counted in levels, and are moved one further.
+ *
+ * Only while the query's expressions are preprocessed, when PostgreSQL
+ * plans the SubLinks that eval_const_expressions leaves behind (later
+ * simplifications, of an appendrel child's restrictions or of estimates,
+ * have none planned: "cannot handle unplanned sub-select"), and only for
+ * a query that has a FROM list (a query without one evaluates its
+ * expressions once anyway, and the subquery made here is one).  A merge
+ * left alone still has its call site's cache of its last result
+ * (filter_access.c), which avoids recomputing for repeated inputs.
  * ----------------------------------------------------------------
  */
 
-/* True if node holds a node that ties it to a row or a query level. */
+/* True if node holds a node that ties it to a row or a plan level. */
 static bool
 row_dependent_walker(Node *node, void *context)
 {
@@ -210,13 +228,31 @@ row_dependent_walker(Node *node, void *context)
 	return expression_tree_walker(node, row_dependent_walker, context);
 }
 
+/*
+ * True if node holds a placeholder for a value that the expression around
+ * it supplies.  Not looking into subqueries: one there belongs to an
+ * expression of the subquery, which moves with it.
+ */
+static bool
+placeholder_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, CaseTestExpr) || IsA(node, CoerceToDomainValue))
+		return true;
+	if (IsA(node, Query))
+		return false;
+	return expression_tree_walker(node, placeholder_walker, context);
+}
+
 static bool
 row_independent(PlannerInfo *root, Node *args)
 {
 	int			level;
 
-	if (row_dependent_walker(args, NULL) || contain_volatile_functions(args) ||
-		contain_windowfuncs(args))
+	if (row_dependent_walker(args, NULL) || placeholder_walker(args, NULL) ||
+		contain_volatile_functions(args) || contain_windowfuncs(args) ||
+		expression_returns_set(args))
 		return false;
 	/* columns and aggregates of this query and of every query around it */
 	for (level = 0; level < root->query_level; level++)
@@ -250,25 +286,32 @@ amq_merge_support(FunctionCallInfo fcinfo)
 	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
 	SupportRequestSimplify *req;
 	Query	   *parse;
+	FuncExpr   *merge;
 	Query	   *sub;
 	SubLink    *sublink;
 
 	if (!IsA(rawreq, SupportRequestSimplify))
 		PG_RETURN_POINTER(NULL);
 	req = (SupportRequestSimplify *) rawreq;
+	/* the relations are set up once preprocessing is over */
 	if (req->root == NULL || (parse = req->root->parse) == NULL ||
+		req->root->simple_rel_array_size > 0 ||
 		without_from(parse) ||
 		!row_independent(req->root, (Node *) req->fcall->args))
 		PG_RETURN_POINTER(NULL);
+
+	merge = copyObject(req->fcall);
+	/* CTE references in the arguments' subqueries: one level further up */
+	IncrementVarSublevelsUp((Node *) merge, 1, 0);
 
 	sub = makeNode(Query);
 	sub->commandType = CMD_SELECT;
 	sub->querySource = QSRC_ORIGINAL;
 	sub->canSetTag = true;
 	sub->jointree = makeFromExpr(NIL, NULL);
-	sub->targetList = list_make1(makeTargetEntry((Expr *) copyObject(req->fcall),
-												 1, pstrdup("merge"), false));
-	sub->hasSubLinks = checkExprHasSubLink((Node *) req->fcall->args);
+	sub->targetList = list_make1(makeTargetEntry((Expr *) merge, 1,
+												 pstrdup("merge"), false));
+	sub->hasSubLinks = checkExprHasSubLink((Node *) merge->args);
 
 	sublink = makeNode(SubLink);
 	sublink->subLinkType = EXPR_SUBLINK;

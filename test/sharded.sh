@@ -32,7 +32,9 @@
 #   6. the shapes the README says do not push down still do not (an aggregate over
 #      the partitioned table, a filter joined in from a table, the layout argument
 #      of bloom_agg over a non-text key, a server without the `extensions` option),
-#      and give the right answers anyway.
+#      and give the right answers anyway; the scalar subquery the README writes
+#      instead of the join is sent to the shards, and with no filter or a NULL
+#      one still returns the plain join's rows.
 #
 # Prints PASS or FAIL per check; exits non-zero when any check failed.
 set -euo pipefail
@@ -379,6 +381,21 @@ check_not_pushed() {
 	expect "a filter joined in from a table is not sent to the shards, as documented" \
 		"$(remote_sql_count "$plan" '<@')" 0
 	same_rows "a filter joined in from a table: still the plain join's rows" "$sql"
+
+	# what the README recommends instead: a scalar subquery, and a test that
+	# lets every row through when there is no filter, both sent to the shards
+	sql="SELECT e.k, e.payload FROM events e
+		WHERE (e.k <@ (SELECT f FROM wanted_filter)
+		       OR NOT EXISTS (SELECT FROM wanted_filter WHERE f IS NOT NULL))
+		  AND e.k IN (SELECT k FROM wanted)"
+	plan=$(explain "$sql")
+	expect "a filter kept in a table, as the README writes it: sent to both shards" \
+		"$(remote_sql_count "$plan" 'OPERATOR\(public\.<@\) \$1::public\.bloom\) OR \(NOT \$2::boolean\)')" 2
+	same_rows "a filter kept in a table: the plain join's rows" "$sql"
+	coord "TRUNCATE wanted_filter"
+	same_rows "no filter in its table: the plain join's rows" "$sql"
+	coord "INSERT INTO wanted_filter VALUES (NULL)"
+	same_rows "a NULL filter in its table: the plain join's rows" "$sql"
 
 	# the text layout argument carries a collation no foreign column provides
 	plan=$(explain "SELECT bloom_agg(k, $BLOOM_ARGS, 'classic') FROM events_1")
