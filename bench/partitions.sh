@@ -18,16 +18,27 @@
 #            "Execution Time" after a warm-up run), and bloom_partition_candidates
 #            alone.
 #   copy     COPY of $COPY_ROWS rows (from a file the server reads) into a table of
-#            10 partitions whose filters were just built (so the COPY marks each
-#            partition stale: the writers' worst case), against the same COPY into
-#            an identical untracked table; both emptied before each run, the order
-#            alternated, the median of COPY_RUNS runs each (psql's \timing).
+#            10 partitions whose filters were just built (so the COPY records a
+#            write to each partition: the writers' worst case), against the same
+#            COPY into an identical untracked table; both emptied before each run,
+#            the order alternated, the median of COPY_RUNS runs each (psql's
+#            \timing).
+#   wide     two INSERTs of $WIDE_ROWS rows in one transaction, each spread over
+#            $WIDE_PARTS partitions in turn (each row to another partition than the
+#            row before), tracked against untracked, alternated, medians of
+#            COPY_RUNS runs: the first pays for recording each partition's write,
+#            the second only what the trigger's condition costs a row when one
+#            transaction writes many partitions.
+#   oltp     one-row INSERT transactions (pgbench, prepared, one client, $OLTP_S s
+#            each, alternated twice) into the 10-partition tables: what a
+#            transaction pays for its first write to a partition.
 #
 # Replaces (or appends) the "Partition filters" section of bench/RESULTS.md.
 #
 # Environment:
 #   RUNS=5, COPY_RUNS=7    runs per median
-#   AMQ_PART_COUNT=50, AMQ_PART_ROWS=1000000, AMQ_COPY_ROWS=1000000
+#   AMQ_PART_COUNT=50, AMQ_PART_ROWS=1000000, AMQ_COPY_ROWS=1000000,
+#   AMQ_WIDE_PARTS=8000, AMQ_WIDE_ROWS=800000, AMQ_OLTP_S=10
 #                          sizes (smaller ones for trying the script out; the
 #                          recorded results use the defaults)
 #   AMQ_BENCH_SKIP_BUILD=1 use the installed extension
@@ -41,11 +52,14 @@ COPY_RUNS=${COPY_RUNS:-7}
 PARTS=${AMQ_PART_COUNT:-50}
 PART_ROWS=${AMQ_PART_ROWS:-1000000}
 COPY_ROWS=${AMQ_COPY_ROWS:-1000000}
+WIDE_PARTS=${AMQ_WIDE_PARTS:-8000}
+WIDE_ROWS=${AMQ_WIDE_ROWS:-800000}
+OLTP_S=${AMQ_OLTP_S:-10}
 TIMEOUT_S=300
 RESULTS_FILE=$AMQ_ROOT/bench/RESULTS.md
 SECTION='## Partition filters'
 
-for v in RUNS COPY_RUNS PARTS PART_ROWS COPY_ROWS; do
+for v in RUNS COPY_RUNS PARTS PART_ROWS COPY_ROWS WIDE_PARTS WIDE_ROWS OLTP_S; do
 	[[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -ge 1 ] || die "$v must be a whole number >= 1"
 done
 TOTAL=$((PARTS * PART_ROWS))
@@ -70,8 +84,10 @@ copy_ms() {
 
 start=$SECONDS
 bench_build_and_install
+# one transaction locks every partition of the wide tables
 start_cluster "jit = off" "statement_timeout = '${TIMEOUT_S}s'" \
-	"shared_buffers = '512MB'" "checkpoint_timeout = '1h'"
+	"shared_buffers = '512MB'" "checkpoint_timeout = '1h'" \
+	"max_locks_per_transaction = $((WIDE_PARTS * 3 / 100 + 64))"
 
 log "load: $PARTS partitions of $PART_ROWS rows"
 run_psql -q -c "CREATE EXTENSION amqfilter;
@@ -154,6 +170,90 @@ stale=$(run_psql -At -c "SELECT count(*) FROM bloom_partition_status('copy_track
 copy_tracked_ms=$(printf '%s\n' "${tracked[@]}" | median)
 copy_untracked_ms=$(printf '%s\n' "${untracked[@]}" | median)
 
+# insert_ms TABLE: wall times of two INSERTs of WIDE_ROWS rows in one
+# transaction, each row to the next of the WIDE_PARTS partitions in turn, in ms,
+# on one line: the first records each partition's write once, the second finds
+# every partition recorded already.
+insert_ms() {
+	local sql="INSERT INTO $1
+		SELECT (g % $WIDE_PARTS) * 1000 + g / $WIDE_PARTS, g
+		  FROM generate_series(0, $((WIDE_ROWS - 1))) g"
+	run_psql -At -c 'BEGIN' -c '\timing on' -c "$sql" -c "$sql" -c 'COMMIT' \
+		| sed -n 's/^Time: \([0-9.]*\) ms.*$/\1/p' | head -n 2 | paste -sd' '
+}
+
+log "wide: $WIDE_PARTS partitions, tracked and untracked"
+# wide_floor: untracked, but each partition has a row trigger whose condition is
+# the constant false: what PostgreSQL's trigger machinery costs a row by itself
+run_psql -q -c "
+	CREATE UNLOGGED TABLE wide_tracked (id int8 NOT NULL, v int8) PARTITION BY RANGE (id);
+	CREATE UNLOGGED TABLE wide_untracked (LIKE wide_tracked) PARTITION BY RANGE (id);
+	CREATE UNLOGGED TABLE wide_floor (LIKE wide_tracked) PARTITION BY RANGE (id);"
+run_psql -q -c "DO \$\$
+	DECLARE
+		i int;
+		t text;
+	BEGIN
+		FOR i IN 0 .. $((WIDE_PARTS - 1)) LOOP
+			FOREACH t IN ARRAY ARRAY['wide_tracked', 'wide_untracked', 'wide_floor'] LOOP
+				EXECUTE format('CREATE UNLOGGED TABLE %I PARTITION OF %I FOR VALUES FROM (%s) TO (%s)',
+							   t || '_' || i, t, i * 1000, (i + 1) * 1000);
+			END LOOP;
+			EXECUTE format('CREATE TRIGGER floor AFTER INSERT OR UPDATE ON %I FOR EACH ROW
+							WHEN (false) EXECUTE FUNCTION amqfilter_partition_mark()',
+						   'wide_floor_' || i);
+		END LOOP;
+	END \$\$"
+run_psql -q -c "SET client_min_messages = warning" \
+	-c "SELECT count(*) FROM bloom_partition_build('wide_tracked', 'v')" >/dev/null
+wide_tracked=()
+wide_untracked=()
+wide_floor=()
+for ((r = 0; r < COPY_RUNS; r++)); do
+	run_psql -q -c "TRUNCATE wide_tracked, wide_untracked, wide_floor"
+	if ((r % 2 == 0)); then
+		wide_untracked+=("$(insert_ms wide_untracked)")
+		wide_floor+=("$(insert_ms wide_floor)")
+		wide_tracked+=("$(insert_ms wide_tracked)")
+	else
+		wide_tracked+=("$(insert_ms wide_tracked)")
+		wide_floor+=("$(insert_ms wide_floor)")
+		wide_untracked+=("$(insert_ms wide_untracked)")
+	fi
+done
+# per_row_ns FIRST_MS SECOND_MS...: for the first and for the second INSERT
+wide_first_tracked=$(printf '%s\n' "${wide_tracked[@]}" | cut -d' ' -f1 | median)
+wide_second_tracked=$(printf '%s\n' "${wide_tracked[@]}" | cut -d' ' -f2 | median)
+wide_first_untracked=$(printf '%s\n' "${wide_untracked[@]}" | cut -d' ' -f1 | median)
+wide_second_untracked=$(printf '%s\n' "${wide_untracked[@]}" | cut -d' ' -f2 | median)
+wide_first_floor=$(printf '%s\n' "${wide_floor[@]}" | cut -d' ' -f1 | median)
+wide_second_floor=$(printf '%s\n' "${wide_floor[@]}" | cut -d' ' -f2 | median)
+ns_per_row() {
+	awk -v t="$1" -v u="$2" -v n="$WIDE_ROWS" 'BEGIN { printf "%.0f", (t - u) * 1e6 / n }'
+}
+
+# tps TABLE: one-row INSERT transactions a second over OLTP_S seconds.
+tps() {
+	local script=$AMQ_CLUSTER_DIR/oltp_$1.sql
+	echo "INSERT INTO $1 VALUES (random() * $((COPY_ROWS - 1)), 1, 'oltp');" >"$script"
+	chmod a+r "$script"
+	"$PG_BIN/pgbench" -n -M prepared -c 1 -T "$OLTP_S" -f "$script" 2>/dev/null \
+		| sed -n 's/^tps = \([0-9.]*\) .*$/\1/p'
+}
+
+log "oltp: one-row INSERT transactions, $OLTP_S s each"
+run_psql -q -c "TRUNCATE copy_tracked, copy_untracked" \
+	-c "SET client_min_messages = warning" \
+	-c "SELECT count(*) FROM bloom_partition_build('copy_tracked', 'customer_id')" >/dev/null
+oltp_tracked=()
+oltp_untracked=()
+for ((r = 0; r < 2; r++)); do
+	oltp_untracked+=("$(tps copy_untracked)")
+	oltp_tracked+=("$(tps copy_tracked)")
+done
+oltp_tracked_tps=$(printf '%s\n' "${oltp_tracked[@]}" | median 0)
+oltp_untracked_tps=$(printf '%s\n' "${oltp_untracked[@]}" | median 0)
+
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 {
 	kept=
@@ -179,11 +279,31 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 	echo "| absent | $candidates_absent of $PARTS | ${MS[plain_absent]} | ${MS[lookup_absent]} | $(ratio "${MS[plain_absent]}" "${MS[lookup_absent]}")x | ${MS[cand_absent]} |"
 	echo
 	echo "COPY of $COPY_ROWS rows into 10 partitions, each run right after a build (so"
-	echo "it marks all 10 filters stale), medians of $COPY_RUNS runs, ms. Target: within 10%."
+	echo "it records a write to all 10), medians of $COPY_RUNS runs, ms. Target: within 10%."
 	echo
 	echo "| untracked | tracked | tracked / untracked |"
 	echo "|---:|---:|---:|"
 	echo "| $copy_untracked_ms | $copy_tracked_ms | $(ratio "$copy_tracked_ms" "$copy_untracked_ms") |"
+	echo
+	echo "Two INSERTs of $WIDE_ROWS rows each in one transaction, each row to the next of"
+	echo "$WIDE_PARTS partitions in turn, medians of $COPY_RUNS runs, ms: the first records"
+	echo "the write to each partition once; the second finds them all recorded, so"
+	echo "its difference per row is what the trigger's condition costs a row. The"
+	echo "floor: the same partitions untracked, each with a row trigger whose"
+	echo "condition is the constant false (PostgreSQL's trigger machinery alone)."
+	echo
+	echo "| INSERT | untracked | floor | tracked | tracked / untracked | ns per row over untracked | ns per row over the floor |"
+	echo "|---|---:|---:|---:|---:|---:|---:|"
+	echo "| first | $wide_first_untracked | $wide_first_floor | $wide_first_tracked | $(ratio "$wide_first_tracked" "$wide_first_untracked") | $(ns_per_row "$wide_first_tracked" "$wide_first_untracked") | $(ns_per_row "$wide_first_tracked" "$wide_first_floor") |"
+	echo "| second | $wide_second_untracked | $wide_second_floor | $wide_second_tracked | $(ratio "$wide_second_tracked" "$wide_second_untracked") | $(ns_per_row "$wide_second_tracked" "$wide_second_untracked") | $(ns_per_row "$wide_second_tracked" "$wide_second_floor") |"
+	echo
+	echo "One-row INSERT transactions into the 10 partitions (pgbench, prepared, one"
+	echo "client, $OLTP_S s each, twice, median), transactions a second: each records"
+	echo "its first write to a partition, or finds the record there."
+	echo
+	echo "| untracked | tracked | tracked / untracked |"
+	echo "|---:|---:|---:|"
+	echo "| $oltp_untracked_tps | $oltp_tracked_tps | $(ratio "$oltp_tracked_tps" "$oltp_untracked_tps") |"
 } >"$RESULTS_FILE.new"
 mv "$RESULTS_FILE.new" "$RESULTS_FILE"
 sed -n "/^$SECTION\$/,/^## [^P]/p" "$RESULTS_FILE"

@@ -385,7 +385,20 @@ record_written(Oid fn_oid, Oid partition)
 	if (!holds_write_lock(partition) && !may_write(partition))
 		return;
 	amq_ext_table(fn_oid, AMQ_WRITE_TABLE, &writes);
-	insert_record(&writes, partition);
+	/*
+	 * Most transactions find the record there already (a table is written
+	 * after its build by many): a look at the index costs less than the
+	 * statement that inserts, which checks again.
+	 */
+	{
+		Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+		bool		found = amq_partition_written_since_build(&writes, partition,
+															  latest);
+
+		UnregisterSnapshot(latest);
+		if (!found)
+			insert_record(&writes, partition);
+	}
 	remember_written(partition);
 }
 
