@@ -212,3 +212,191 @@ COMMENT ON FUNCTION cuckoo_merge_support(internal) IS
 	'planner support of the cuckoo merges: a merge of values that do not change from row to row is computed once';
 
 ALTER FUNCTION cuckoo_union(cuckoo, cuckoo) SUPPORT cuckoo_merge_support;
+
+--
+-- The amqfilter index access method (src/filter_index.c): a bloom filter of
+-- a column on index pages, kept current by PostgreSQL on every write path.
+-- A scan of "column = value" or "column = ANY (array)" that the filter
+-- rules out reads nothing of the table, so a partition it rules out is
+-- skipped, by plain SQL.  Its operator classes are those of the hash
+-- access method, with the same operators and hash functions: the same
+-- equality as hash joins and hash partitioning.
+--
+
+CREATE FUNCTION amqfilter_index_handler(internal) RETURNS index_am_handler
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+COMMENT ON FUNCTION amqfilter_index_handler(internal) IS
+	'the handler of the amqfilter index access method';
+
+CREATE ACCESS METHOD amqfilter TYPE INDEX HANDLER amqfilter_index_handler;
+COMMENT ON ACCESS METHOD amqfilter IS
+	'bloom filter of a column: skips a table (a partition) that cannot hold the value looked up with = or = ANY';
+
+CREATE OPERATOR FAMILY aclitem_ops USING amqfilter;
+CREATE OPERATOR CLASS aclitem_ops DEFAULT FOR TYPE aclitem USING amqfilter FAMILY aclitem_ops AS
+	OPERATOR 1 pg_catalog.= (aclitem, aclitem),
+	FUNCTION 1 pg_catalog.hash_aclitem_extended(aclitem,bigint);
+CREATE OPERATOR FAMILY array_ops USING amqfilter;
+CREATE OPERATOR CLASS array_ops DEFAULT FOR TYPE anyarray USING amqfilter FAMILY array_ops AS
+	OPERATOR 1 pg_catalog.= (anyarray, anyarray),
+	FUNCTION 1 pg_catalog.hash_array_extended(anyarray,bigint);
+CREATE OPERATOR FAMILY bool_ops USING amqfilter;
+CREATE OPERATOR CLASS bool_ops DEFAULT FOR TYPE boolean USING amqfilter FAMILY bool_ops AS
+	OPERATOR 1 pg_catalog.= (boolean, boolean),
+	FUNCTION 1 pg_catalog.hashcharextended("char",bigint);
+CREATE OPERATOR FAMILY bpchar_ops USING amqfilter;
+CREATE OPERATOR CLASS bpchar_ops DEFAULT FOR TYPE character USING amqfilter FAMILY bpchar_ops AS
+	OPERATOR 1 pg_catalog.= (character, character),
+	FUNCTION 1 pg_catalog.hashbpcharextended(character,bigint);
+CREATE OPERATOR FAMILY bytea_ops USING amqfilter;
+CREATE OPERATOR CLASS bytea_ops DEFAULT FOR TYPE bytea USING amqfilter FAMILY bytea_ops AS
+	OPERATOR 1 pg_catalog.= (bytea, bytea),
+	FUNCTION 1 pg_catalog.hashvarlenaextended(internal,bigint);
+CREATE OPERATOR FAMILY char_ops USING amqfilter;
+CREATE OPERATOR CLASS char_ops DEFAULT FOR TYPE "char" USING amqfilter FAMILY char_ops AS
+	OPERATOR 1 pg_catalog.= ("char", "char"),
+	FUNCTION 1 pg_catalog.hashcharextended("char",bigint);
+CREATE OPERATOR FAMILY cid_ops USING amqfilter;
+CREATE OPERATOR CLASS cid_ops DEFAULT FOR TYPE cid USING amqfilter FAMILY cid_ops AS
+	OPERATOR 1 pg_catalog.= (cid, cid),
+	FUNCTION 1 pg_catalog.hashint4extended(integer,bigint);
+CREATE OPERATOR FAMILY date_ops USING amqfilter;
+CREATE OPERATOR CLASS date_ops DEFAULT FOR TYPE date USING amqfilter FAMILY date_ops AS
+	OPERATOR 1 pg_catalog.= (date, date),
+	FUNCTION 1 pg_catalog.hashint4extended(integer,bigint);
+CREATE OPERATOR FAMILY enum_ops USING amqfilter;
+CREATE OPERATOR CLASS enum_ops DEFAULT FOR TYPE anyenum USING amqfilter FAMILY enum_ops AS
+	OPERATOR 1 pg_catalog.= (anyenum, anyenum),
+	FUNCTION 1 pg_catalog.hashenumextended(anyenum,bigint);
+CREATE OPERATOR FAMILY float_ops USING amqfilter;
+CREATE OPERATOR CLASS float4_ops DEFAULT FOR TYPE real USING amqfilter FAMILY float_ops AS
+	OPERATOR 1 pg_catalog.= (real, real),
+	FUNCTION 1 pg_catalog.hashfloat4extended(real,bigint);
+CREATE OPERATOR CLASS float8_ops DEFAULT FOR TYPE double precision USING amqfilter FAMILY float_ops AS
+	OPERATOR 1 pg_catalog.= (double precision, double precision),
+	FUNCTION 1 pg_catalog.hashfloat8extended(double precision,bigint);
+ALTER OPERATOR FAMILY float_ops USING amqfilter ADD
+	OPERATOR 1 pg_catalog.= (double precision, real);
+ALTER OPERATOR FAMILY float_ops USING amqfilter ADD
+	OPERATOR 1 pg_catalog.= (real, double precision);
+CREATE OPERATOR FAMILY integer_ops USING amqfilter;
+CREATE OPERATOR CLASS int2_ops DEFAULT FOR TYPE smallint USING amqfilter FAMILY integer_ops AS
+	OPERATOR 1 pg_catalog.= (smallint, smallint),
+	FUNCTION 1 pg_catalog.hashint2extended(smallint,bigint);
+CREATE OPERATOR CLASS int4_ops DEFAULT FOR TYPE integer USING amqfilter FAMILY integer_ops AS
+	OPERATOR 1 pg_catalog.= (integer, integer),
+	FUNCTION 1 pg_catalog.hashint4extended(integer,bigint);
+CREATE OPERATOR CLASS int8_ops DEFAULT FOR TYPE bigint USING amqfilter FAMILY integer_ops AS
+	OPERATOR 1 pg_catalog.= (bigint, bigint),
+	FUNCTION 1 pg_catalog.hashint8extended(bigint,bigint);
+ALTER OPERATOR FAMILY integer_ops USING amqfilter ADD
+	OPERATOR 1 pg_catalog.= (bigint, integer);
+ALTER OPERATOR FAMILY integer_ops USING amqfilter ADD
+	OPERATOR 1 pg_catalog.= (bigint, smallint);
+ALTER OPERATOR FAMILY integer_ops USING amqfilter ADD
+	OPERATOR 1 pg_catalog.= (integer, bigint);
+ALTER OPERATOR FAMILY integer_ops USING amqfilter ADD
+	OPERATOR 1 pg_catalog.= (integer, smallint);
+ALTER OPERATOR FAMILY integer_ops USING amqfilter ADD
+	OPERATOR 1 pg_catalog.= (smallint, bigint);
+ALTER OPERATOR FAMILY integer_ops USING amqfilter ADD
+	OPERATOR 1 pg_catalog.= (smallint, integer);
+CREATE OPERATOR FAMILY interval_ops USING amqfilter;
+CREATE OPERATOR CLASS interval_ops DEFAULT FOR TYPE interval USING amqfilter FAMILY interval_ops AS
+	OPERATOR 1 pg_catalog.= (interval, interval),
+	FUNCTION 1 pg_catalog.interval_hash_extended(interval,bigint);
+CREATE OPERATOR FAMILY jsonb_ops USING amqfilter;
+CREATE OPERATOR CLASS jsonb_ops DEFAULT FOR TYPE jsonb USING amqfilter FAMILY jsonb_ops AS
+	OPERATOR 1 pg_catalog.= (jsonb, jsonb),
+	FUNCTION 1 pg_catalog.jsonb_hash_extended(jsonb,bigint);
+CREATE OPERATOR FAMILY macaddr8_ops USING amqfilter;
+CREATE OPERATOR CLASS macaddr8_ops DEFAULT FOR TYPE macaddr8 USING amqfilter FAMILY macaddr8_ops AS
+	OPERATOR 1 pg_catalog.= (macaddr8, macaddr8),
+	FUNCTION 1 pg_catalog.hashmacaddr8extended(macaddr8,bigint);
+CREATE OPERATOR FAMILY macaddr_ops USING amqfilter;
+CREATE OPERATOR CLASS macaddr_ops DEFAULT FOR TYPE macaddr USING amqfilter FAMILY macaddr_ops AS
+	OPERATOR 1 pg_catalog.= (macaddr, macaddr),
+	FUNCTION 1 pg_catalog.hashmacaddrextended(macaddr,bigint);
+CREATE OPERATOR FAMILY network_ops USING amqfilter;
+CREATE OPERATOR CLASS inet_ops DEFAULT FOR TYPE inet USING amqfilter FAMILY network_ops AS
+	OPERATOR 1 pg_catalog.= (inet, inet),
+	FUNCTION 1 pg_catalog.hashinetextended(inet,bigint);
+CREATE OPERATOR FAMILY numeric_ops USING amqfilter;
+CREATE OPERATOR CLASS numeric_ops DEFAULT FOR TYPE numeric USING amqfilter FAMILY numeric_ops AS
+	OPERATOR 1 pg_catalog.= (numeric, numeric),
+	FUNCTION 1 pg_catalog.hash_numeric_extended(numeric,bigint);
+CREATE OPERATOR FAMILY oid_ops USING amqfilter;
+CREATE OPERATOR CLASS oid_ops DEFAULT FOR TYPE oid USING amqfilter FAMILY oid_ops AS
+	OPERATOR 1 pg_catalog.= (oid, oid),
+	FUNCTION 1 pg_catalog.hashoidextended(oid,bigint);
+CREATE OPERATOR FAMILY oidvector_ops USING amqfilter;
+CREATE OPERATOR CLASS oidvector_ops DEFAULT FOR TYPE oidvector USING amqfilter FAMILY oidvector_ops AS
+	OPERATOR 1 pg_catalog.= (oidvector, oidvector),
+	FUNCTION 1 pg_catalog.hashoidvectorextended(oidvector,bigint);
+CREATE OPERATOR FAMILY pg_lsn_ops USING amqfilter;
+CREATE OPERATOR CLASS pg_lsn_ops DEFAULT FOR TYPE pg_lsn USING amqfilter FAMILY pg_lsn_ops AS
+	OPERATOR 1 pg_catalog.= (pg_lsn, pg_lsn),
+	FUNCTION 1 pg_catalog.pg_lsn_hash_extended(pg_lsn,bigint);
+CREATE OPERATOR FAMILY range_ops USING amqfilter;
+CREATE OPERATOR CLASS range_ops DEFAULT FOR TYPE anyrange USING amqfilter FAMILY range_ops AS
+	OPERATOR 1 pg_catalog.= (anyrange, anyrange),
+	FUNCTION 1 pg_catalog.hash_range_extended(anyrange,bigint);
+CREATE OPERATOR FAMILY text_ops USING amqfilter;
+CREATE OPERATOR CLASS name_ops DEFAULT FOR TYPE name USING amqfilter FAMILY text_ops AS
+	OPERATOR 1 pg_catalog.= (name, name),
+	FUNCTION 1 pg_catalog.hashnameextended(name,bigint);
+CREATE OPERATOR CLASS text_ops DEFAULT FOR TYPE text USING amqfilter FAMILY text_ops AS
+	OPERATOR 1 pg_catalog.= (text, text),
+	FUNCTION 1 pg_catalog.hashtextextended(text,bigint);
+ALTER OPERATOR FAMILY text_ops USING amqfilter ADD
+	OPERATOR 1 pg_catalog.= (name, text);
+ALTER OPERATOR FAMILY text_ops USING amqfilter ADD
+	OPERATOR 1 pg_catalog.= (text, name);
+CREATE OPERATOR FAMILY tid_ops USING amqfilter;
+CREATE OPERATOR CLASS tid_ops DEFAULT FOR TYPE tid USING amqfilter FAMILY tid_ops AS
+	OPERATOR 1 pg_catalog.= (tid, tid),
+	FUNCTION 1 pg_catalog.hashtidextended(tid,bigint);
+CREATE OPERATOR FAMILY time_ops USING amqfilter;
+CREATE OPERATOR CLASS time_ops DEFAULT FOR TYPE time without time zone USING amqfilter FAMILY time_ops AS
+	OPERATOR 1 pg_catalog.= (time without time zone, time without time zone),
+	FUNCTION 1 pg_catalog.time_hash_extended(time without time zone,bigint);
+CREATE OPERATOR FAMILY timestamp_ops USING amqfilter;
+CREATE OPERATOR CLASS timestamp_ops DEFAULT FOR TYPE timestamp without time zone USING amqfilter FAMILY timestamp_ops AS
+	OPERATOR 1 pg_catalog.= (timestamp without time zone, timestamp without time zone),
+	FUNCTION 1 pg_catalog.timestamp_hash_extended(timestamp without time zone,bigint);
+CREATE OPERATOR FAMILY timestamptz_ops USING amqfilter;
+CREATE OPERATOR CLASS timestamptz_ops DEFAULT FOR TYPE timestamp with time zone USING amqfilter FAMILY timestamptz_ops AS
+	OPERATOR 1 pg_catalog.= (timestamp with time zone, timestamp with time zone),
+	FUNCTION 1 pg_catalog.timestamp_hash_extended(timestamp without time zone,bigint);
+CREATE OPERATOR FAMILY timetz_ops USING amqfilter;
+CREATE OPERATOR CLASS timetz_ops DEFAULT FOR TYPE time with time zone USING amqfilter FAMILY timetz_ops AS
+	OPERATOR 1 pg_catalog.= (time with time zone, time with time zone),
+	FUNCTION 1 pg_catalog.timetz_hash_extended(time with time zone,bigint);
+CREATE OPERATOR FAMILY uuid_ops USING amqfilter;
+CREATE OPERATOR CLASS uuid_ops DEFAULT FOR TYPE uuid USING amqfilter FAMILY uuid_ops AS
+	OPERATOR 1 pg_catalog.= (uuid, uuid),
+	FUNCTION 1 pg_catalog.uuid_hash_extended(uuid,bigint);
+CREATE OPERATOR FAMILY xid8_ops USING amqfilter;
+CREATE OPERATOR CLASS xid8_ops DEFAULT FOR TYPE xid8 USING amqfilter FAMILY xid8_ops AS
+	OPERATOR 1 pg_catalog.= (xid8, xid8),
+	FUNCTION 1 pg_catalog.hashint8extended(bigint,bigint);
+CREATE OPERATOR FAMILY xid_ops USING amqfilter;
+CREATE OPERATOR CLASS xid_ops DEFAULT FOR TYPE xid USING amqfilter FAMILY xid_ops AS
+	OPERATOR 1 pg_catalog.= (xid, xid),
+	FUNCTION 1 pg_catalog.hashint4extended(integer,bigint);
+
+CREATE FUNCTION amqfilter_index_info(index regclass,
+	OUT bytes bigint, OUT generations integer, OUT distinct_values bigint,
+	OUT false_positive_rate double precision,
+	OUT target_false_positive_rate double precision,
+	OUT build_distinct_values bigint)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION amqfilter_index_info(regclass) IS
+	'an amqfilter index: its size, generations, the distinct values it holds (estimated from its fill), its rate of "maybe" for absent values now and its target';
+
+CREATE FUNCTION bloom_index_contains(index regclass, value anyelement)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION bloom_index_contains(regclass, anyelement) IS
+	'false if the amqfilter index rules value out of its column, true if it may be there; needs SELECT on the column';

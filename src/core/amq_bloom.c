@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "amq_bloom.h"
+#include "amq_bloom_block.h"
 #include "amq_bloom_layout.h"
 #include "amq_bytes.h"
 #include "amq_hash.h"
@@ -85,13 +86,7 @@
  */
 #define fmix64(k) amq_fmix64(k)
 
-/*
- * Blocked probes take 9-bit bit indexes from the top of a word stream: h2,
- * then fmix64(h2 + i * GOLDEN64) for i = 1, 2, ... (splitmix64 seeded with
- * h2), seven indexes per word.
- */
-#define GOLDEN64		UINT64_C(0x9e3779b97f4a7c15)
-#define BITS_PER_WORD	7
+/* Blocked probes: which bits of its block a key sets is amq_bloom_block.h's. */
 
 /* Bits set in bytes [from, to). */
 static uint64_t
@@ -626,45 +621,6 @@ sync_header(amq_bloom_view *view)
 	put_u64(view->base + OFF_INSERTED, view->inserted);
 }
 
-/*
- * The bit indexes of a key inside its block: 9-bit fields from the top of
- * h2, then of fmix64(h2 + j * GOLDEN64), j = 1, 2, ..., seven per word
- * (see the file header and FORMAT.md).
- */
-typedef struct block_bits
-{
-	uint64_t	h2;
-	uint64_t	word;
-	uint64_t	salt;
-	unsigned	left;			/* fields left in word */
-} block_bits;
-
-static inline void
-block_bits_start(block_bits *s, uint64_t h2)
-{
-	s->h2 = h2;
-	s->word = h2;
-	s->salt = 0;
-	s->left = BITS_PER_WORD;
-}
-
-static inline unsigned
-block_bits_next(block_bits *s)
-{
-	unsigned	bit;
-
-	if (s->left == 0)
-	{
-		s->salt += GOLDEN64;
-		s->word = fmix64(s->h2 + s->salt);
-		s->left = BITS_PER_WORD;
-	}
-	bit = (unsigned) (s->word >> 55);
-	s->word <<= 9;
-	s->left--;
-	return bit;
-}
-
 /* Sets the key's k bits (the filter must have bits). */
 static inline void
 set_bits(const amq_bloom_view *view, uint64_t hash)
@@ -677,16 +633,8 @@ set_bits(const amq_bloom_view *view, uint64_t hash)
 
 	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
 	{
-		uint8_t    *block = bits + fastrange64(h1, view->nblocks) * BLOCK_BYTES;
-		block_bits	stream;
-
-		block_bits_start(&stream, h2);
-		for (i = 0; i < k; i++)
-		{
-			unsigned	bit = block_bits_next(&stream);
-
-			block[bit >> 3] |= (uint8_t) (1u << (bit & 7));
-		}
+		(void) amq_block_set(bits + fastrange64(h1, view->nblocks) * BLOCK_BYTES,
+							 h2, k);
 	}
 	else
 	{
@@ -854,16 +802,9 @@ may_contain(const amq_bloom_view *view, uint64_t hash, amq_read_fn read,
 		const uint8_t *block = read(ctx, AMQ_BLOOM_HEADER_SIZE +
 									fastrange64(h1, view->nblocks) * BLOCK_BYTES,
 									BLOCK_BYTES);
-		block_bits	stream;
 
-		block_bits_start(&stream, h2);
-		for (i = 0; i < k; i++)
-		{
-			unsigned	bit = block_bits_next(&stream);
-
-			if ((block[bit >> 3] & (1u << (bit & 7))) == 0)
-				return false;
-		}
+		if (!amq_block_test(block, h2, k))
+			return false;
 	}
 	else
 	{

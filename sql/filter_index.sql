@@ -1,0 +1,203 @@
+--
+-- The amqfilter index access method: plain "column = value" skips the
+-- tables (partitions) whose filter rules the value out, and answers exactly
+-- as without the index, for every value, through inserts that grow it.
+--
+SET client_min_messages = warning;
+
+-- every operator class is valid
+SELECT count(*) AS classes, bool_and(amvalidate(c.oid)) AS valid
+  FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod WHERE a.amname = 'amqfilter';
+
+CREATE TABLE fi (id int8, c int8, t text, d date) PARTITION BY RANGE (id);
+CREATE TABLE fi_1 PARTITION OF fi FOR VALUES FROM (0) TO (5000);
+CREATE TABLE fi_2 PARTITION OF fi FOR VALUES FROM (5000) TO (10000);
+CREATE TABLE fi_3 PARTITION OF fi FOR VALUES FROM (10000) TO (15000);
+CREATE TABLE fi_4 PARTITION OF fi FOR VALUES FROM (15000) TO (20000);
+-- every c once, scattered over the partitions; some NULLs
+INSERT INTO fi SELECT g, CASE WHEN g % 1000 = 999 THEN NULL ELSE (g * 7919) % 20000 END,
+                      't' || ((g * 7919) % 20000), date '2020-01-01' + (g % 400)
+  FROM generate_series(0, 19999) g;
+-- the same rows, without an index, to compare with
+CREATE TABLE fi_plain AS SELECT * FROM fi;
+CREATE INDEX ON fi_plain (c);
+CREATE INDEX ON fi_plain (t);
+CREATE INDEX fi_c ON fi USING amqfilter (c);
+CREATE INDEX fi_t ON fi USING amqfilter (t) WITH (false_positive_rate = 0.001);
+CREATE INDEX fi_d ON fi USING amqfilter (d);
+ANALYZE fi;
+
+-- sized from what the build saw: the distinct values of each partition
+SELECT c.relname, i.generations, i.build_distinct_values,
+       i.target_false_positive_rate,
+       i.false_positive_rate <= i.target_false_positive_rate AS within_target,
+       abs(i.distinct_values - i.build_distinct_values) < 0.05 * i.build_distinct_values AS estimate_close
+  FROM pg_class c, amqfilter_index_info(c.oid) i
+ WHERE c.relname ~ '^fi_[0-9]_(c|t)_idx$' ORDER BY c.relname;
+
+-- a value no partition holds: every partition's bitmap is empty, no table
+-- page is read
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT * FROM fi WHERE c = -5;
+-- a value one partition holds: that one is read in full (the planner
+-- probed the filters: a plain scan there), the others not at all
+EXPLAIN (COSTS OFF) SELECT * FROM fi WHERE c = 7919;
+SELECT * FROM fi WHERE c = 7919;
+-- a value known only at run time: every partition gets a bitmap scan,
+-- which reads its table only if its filter says "maybe"
+PREPARE fi_q(int8) AS SELECT id FROM fi WHERE c = $1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE fi_q(7919);
+EXECUTE fi_q(7919);
+EXECUTE fi_q(-5);
+RESET plan_cache_mode;
+
+-- Exactly the plain query's answers, for every seventh value, present and
+-- absent, through the index alone (no plain scans allowed)
+SET enable_seqscan = off;
+SELECT count(*) AS mismatches
+  FROM generate_series(-200, 20200, 7) v
+ WHERE (SELECT count(*) FROM fi WHERE c = v) <> (SELECT count(*) FROM fi_plain WHERE c = v);
+SELECT count(*) AS mismatches
+  FROM generate_series(-200, 20200, 7) v
+ WHERE (SELECT count(*) FROM fi WHERE t = 't' || v) <> (SELECT count(*) FROM fi_plain WHERE t = 't' || v);
+-- = ANY, other integer widths, NULL
+SELECT count(*) FROM fi WHERE c = ANY (ARRAY[1, 2, -3, NULL]);
+SELECT count(*) FROM fi_plain WHERE c = ANY (ARRAY[1, 2, -3, NULL]);
+SELECT count(*) FROM fi WHERE c = 7919::int4;
+SELECT count(*) FROM fi WHERE c = ANY ('{7919, 3, -1}'::int2[]);
+SELECT count(*) FROM fi WHERE c = NULL;
+SELECT count(*) FROM fi WHERE c = ANY ('{}'::int8[]);
+SELECT count(*) FROM fi WHERE d = '2020-02-01';
+SELECT count(*) FROM fi_plain WHERE d = '2020-02-01';
+-- IS NULL is not the index's: a plain scan answers it
+RESET enable_seqscan;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM fi_1 WHERE c IS NULL;
+SELECT count(*) FROM fi WHERE c IS NULL;
+
+-- The rate of "maybe" for absent values, measured, within the target
+-- (100,000 probes: the bound is the target plus three standard deviations)
+SELECT count(*) FILTER (WHERE bloom_index_contains('fi_1_c_idx', v::int8))::float8 / 100000
+       <= 0.01 + 3 * sqrt(0.01 * 0.99 / 100000) AS c_within,
+       count(*) FILTER (WHERE bloom_index_contains('fi_1_t_idx', 'x' || v))::float8 / 100000
+       <= 0.001 + 3 * sqrt(0.001 * 0.999 / 100000) AS t_within
+  FROM generate_series(1000001, 1100000) v;
+
+--
+-- Inserts past the size the build chose: new generations, no false
+-- negative, the rate at or under the target
+--
+CREATE TABLE fg (k int8);
+INSERT INTO fg SELECT g FROM generate_series(1, 100) g;
+CREATE INDEX fg_k ON fg USING amqfilter (k) WITH (false_positive_rate = 0.01);
+SELECT generations, build_distinct_values FROM amqfilter_index_info('fg_k');
+INSERT INTO fg SELECT g FROM generate_series(101, 60000) g;
+COPY fg FROM STDIN;
+70001
+70002
+\.
+SELECT generations > 1 AS grew, false_positive_rate <= target_false_positive_rate AS within_target,
+       abs(distinct_values - 60002) < 0.05 * 60002 AS estimate_close
+  FROM amqfilter_index_info('fg_k');
+SELECT count(*) AS false_negatives FROM generate_series(1, 60000) v
+ WHERE NOT bloom_index_contains('fg_k', v::int8);
+SELECT bloom_index_contains('fg_k', 70001::int8), bloom_index_contains('fg_k', 70002::int4);
+SELECT count(*) FILTER (WHERE bloom_index_contains('fg_k', v::int8))::float8 / 100000
+       <= 0.01 + 3 * sqrt(0.01 * 0.99 / 100000) AS within_target
+  FROM generate_series(1000001, 1100000) v;
+-- duplicates of values the index holds set nothing: no growth from them
+SELECT generations AS before FROM amqfilter_index_info('fg_k') \gset
+INSERT INTO fg SELECT g % 60000 + 1 FROM generate_series(1, 60000) g;
+SELECT generations = :before AS unchanged FROM amqfilter_index_info('fg_k');
+-- REINDEX sizes it again for what it holds: one generation
+REINDEX INDEX fg_k;
+SELECT generations, build_distinct_values FROM amqfilter_index_info('fg_k');
+-- deletes leave a "maybe" (the filter cannot forget), never a wrong answer
+DELETE FROM fg WHERE k <= 10;
+SET enable_seqscan = off;
+SELECT count(*) FROM fg WHERE k = 5;
+SELECT bloom_index_contains('fg_k', 5::int8);
+VACUUM fg;
+SELECT count(*) FROM fg WHERE k = 5;
+RESET enable_seqscan;
+
+--
+-- Collations: the index hashes under the column's, nondeterministic too
+--
+CREATE COLLATION fi_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE TABLE fc (k text COLLATE fi_ci);
+INSERT INTO fc VALUES ('Alpha'), ('beta');
+CREATE INDEX fc_k ON fc USING amqfilter (k);
+SET enable_seqscan = off;
+SELECT k FROM fc WHERE k = 'ALPHA';
+SELECT k FROM fc WHERE k = 'Gamma';
+EXPLAIN (COSTS OFF) SELECT k FROM fc WHERE k = 'ALPHA';
+-- under another collation the index does not apply
+EXPLAIN (COSTS OFF) SELECT k FROM fc WHERE k = 'ALPHA' COLLATE "C";
+RESET enable_seqscan;
+
+--
+-- What PostgreSQL does with indexes works with this one
+--
+-- partitions attached or created later get the index; detached ones keep theirs
+CREATE TABLE fi_5 (LIKE fi);
+INSERT INTO fi_5 SELECT g, g, 't' || g, date '2021-01-01' FROM generate_series(20000, 20999) g;
+ALTER TABLE fi ATTACH PARTITION fi_5 FOR VALUES FROM (20000) TO (21000);
+CREATE TABLE fi_6 PARTITION OF fi FOR VALUES FROM (21000) TO (22000);
+SELECT tablename, count(*) FROM pg_indexes WHERE tablename IN ('fi_5', 'fi_6') GROUP BY 1 ORDER BY 1;
+SET enable_seqscan = off;
+SELECT count(*) FROM fi WHERE c = 20500;
+ALTER TABLE fi DETACH PARTITION fi_2;
+SELECT count(*) FROM pg_indexes WHERE tablename = 'fi_2';
+REINDEX INDEX CONCURRENTLY fi_1_c_idx;
+SELECT count(*) FROM fi WHERE c = 7919;
+CREATE INDEX CONCURRENTLY fi_plain_c ON fi_plain USING amqfilter (c);
+DROP INDEX fi_plain_c_idx;
+SELECT count(*) FROM fi_plain WHERE c = 7919;
+RESET enable_seqscan;
+-- an unlogged table's index (its empty form is the init fork)
+CREATE UNLOGGED TABLE fu (k int4);
+CREATE INDEX fu_k ON fu USING amqfilter (k);
+INSERT INTO fu SELECT generate_series(1, 1000);
+SET enable_seqscan = off;
+SELECT count(*) FROM fu WHERE k = 500;
+TRUNCATE fu;
+INSERT INTO fu VALUES (7);
+SELECT count(*) FROM fu WHERE k = 7;
+RESET enable_seqscan;
+
+--
+-- Errors
+--
+CREATE INDEX ON fg USING amqfilter (k) WITH (false_positive_rate = 0);
+CREATE INDEX ON fg USING amqfilter (k) WITH (false_positive_rate = 0.6);
+CREATE INDEX ON fg USING amqfilter (k) WITH (fpr = 0.1);
+CREATE TABLE fp (p point, a int, b int);
+CREATE INDEX ON fp USING amqfilter (p);
+CREATE INDEX ON fp USING amqfilter (a, b);
+CREATE UNIQUE INDEX ON fp USING amqfilter (a);
+SELECT bloom_index_contains('fg', 1);
+CREATE INDEX fp_a_btree ON fp (a);
+SELECT bloom_index_contains('fp_a_btree', 1);
+SELECT bloom_index_contains('fg_k', 'one'::text);
+SELECT bloom_index_contains('fg_k', NULL::int8);
+-- the index summarizes every row: only roles that may read them all probe it
+CREATE ROLE regress_fi_reader;
+SET ROLE regress_fi_reader;
+SELECT bloom_index_contains('fg_k', 1::int8);
+SELECT * FROM amqfilter_index_info('fg_k');
+RESET ROLE;
+GRANT SELECT ON fg TO regress_fi_reader;
+ALTER TABLE fg ENABLE ROW LEVEL SECURITY;
+SET ROLE regress_fi_reader;
+SELECT bloom_index_contains('fg_k', 1::int8);
+RESET ROLE;
+ALTER TABLE fg DISABLE ROW LEVEL SECURITY;
+SET ROLE regress_fi_reader;
+SELECT bloom_index_contains('fg_k', 11::int8), bloom_index_contains('fg_k', -1::int8);
+RESET ROLE;
+REVOKE SELECT ON fg FROM regress_fi_reader;
+DROP ROLE regress_fi_reader;
+
+DROP TABLE fi, fi_2, fi_plain, fg, fc, fu, fp;
+DROP COLLATION fi_ci;

@@ -1,0 +1,515 @@
+/*
+ * filter_index.c
+ *		The amqfilter index access method: its handler, its option, the
+ *		metapage, operator class validation, and the SQL functions that
+ *		read an index (amqfilter_index_info, bloom_index_contains).
+ *
+ * What the index is for.  A bloom filter of a column answers "no" for
+ * most values the column does not hold.  As an index, PostgreSQL keeps it
+ * current on every write path (INSERT, COPY, UPDATE, logical replication
+ * apply, crash recovery and physical standbys through WAL, rewrites through
+ * REINDEX), and the planner uses it for plain "column = value" and
+ * "column = ANY (array)": a scan that the filter rules out reads nothing of
+ * the table, which on a partitioned table skips every partition that
+ * cannot hold the value, also in generic plans and on the inner side of a
+ * nested loop, where the value is known only at run time.
+ *
+ * Where it says "maybe", the scan returns every page of the table, lossy,
+ * and the heap recheck keeps answers exact: a filter index replaces a scan
+ * of the whole table by nothing, not by a lookup.  So the planner is told
+ * so (filter_index_scan.c): a value the filter holds costs a full scan, one
+ * it rules out almost nothing.  Deletes and updates leave the filter as it
+ * is: a value gone from the table may still say "maybe" until a REINDEX,
+ * never the reverse.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/generic_xlog.h"
+#include "access/htup_details.h"
+#include "access/reloptions.h"
+#include "catalog/index.h"
+#include "catalog/pg_amop.h"
+#include "catalog/pg_amproc.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_opfamily.h"
+#include "catalog/pg_type.h"
+#include "commands/vacuum.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/catcache.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/syscache.h"
+
+#include "amqfilter.h"
+#include "filter_index.h"
+
+PG_FUNCTION_INFO_V1(amqfilter_index_handler);
+PG_FUNCTION_INFO_V1(amqfilter_index_info);
+PG_FUNCTION_INFO_V1(bloom_index_contains);
+
+static relopt_kind amq_relopt_kind;
+static relopt_parse_elt amq_relopt_tab[1];
+static bool amq_relopt_registered = false;
+
+/*
+ * Registers the index's option, the first time an index's options are
+ * parsed in this backend (the library is loaded by then: the handler that
+ * names the parser is in it).
+ */
+static void
+register_options(void)
+{
+	if (amq_relopt_registered)
+		return;
+	amq_relopt_kind = add_reloption_kind();
+	add_real_reloption(amq_relopt_kind, "false_positive_rate",
+					   "The rate of \"maybe\" answers for values the column does not hold",
+					   AMQ_INDEX_DEFAULT_FPR, 1e-6, 0.5
+#if PG_VERSION_NUM >= 130000
+					   ,AccessExclusiveLock
+#endif
+		);
+	amq_relopt_tab[0].optname = "false_positive_rate";
+	amq_relopt_tab[0].opttype = RELOPT_TYPE_REAL;
+	amq_relopt_tab[0].offset = offsetof(AmqIndexOptions, false_positive_rate);
+	amq_relopt_registered = true;
+}
+
+static bytea *
+amq_index_options(Datum reloptions, bool validate)
+{
+	register_options();
+	return (bytea *) build_reloptions(reloptions, validate, amq_relopt_kind,
+									  sizeof(AmqIndexOptions), amq_relopt_tab,
+									  lengthof(amq_relopt_tab));
+}
+
+/* The index's false_positive_rate option, or its default. */
+double
+amq_index_option_fpr(Relation index)
+{
+	AmqIndexOptions *opts = (AmqIndexOptions *) index->rd_options;
+
+	return opts != NULL ? opts->false_positive_rate : AMQ_INDEX_DEFAULT_FPR;
+}
+
+/*
+ * Initializes a page with no hole: pd_lower and pd_upper at its end, so
+ * that generic WAL logs (and a standby replays) every byte of it.
+ */
+void
+amq_index_init_page_whole(Page page)
+{
+	PageInit(page, BLCKSZ, 0);
+	((PageHeader) page)->pd_lower = BLCKSZ;
+	((PageHeader) page)->pd_upper = BLCKSZ;
+}
+
+/* Initializes an empty data page of generation gen. */
+void
+amq_index_init_page(Page page, uint16 gen)
+{
+	AmqIndexPageHeader *hdr;
+
+	amq_index_init_page_whole(page);
+	hdr = AmqIndexPageGetHeader(page);
+	hdr->magic = AMQ_INDEX_MAGIC;
+	hdr->gen = gen;
+	hdr->flags = 0;
+	hdr->nset = 0;
+}
+
+/*
+ * Copies the metapage, after checking it is one of this version: a page
+ * read back from disk is checked before anything it says is used.
+ */
+void
+amq_index_read_meta(Relation index, AmqIndexMeta *meta)
+{
+	Buffer		buf = ReadBuffer(index, AMQ_INDEX_METAPAGE);
+	uint32		i;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	memcpy(meta, AmqIndexPageGetMeta(BufferGetPage(buf)), sizeof(AmqIndexMeta));
+	UnlockReleaseBuffer(buf);
+
+	if (meta->magic != AMQ_INDEX_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" is not an amqfilter index",
+						RelationGetRelationName(index))));
+	if (meta->version != AMQ_INDEX_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("index \"%s\" has format version %u, this build reads version %d",
+						RelationGetRelationName(index), meta->version, AMQ_INDEX_VERSION),
+				 errhint("REINDEX it.")));
+	if (meta->blocks_per_page != AMQ_INDEX_BLOCKS_PER_PAGE ||
+		meta->ngens < 1 || meta->ngens > AMQ_PAGED_MAX_GENS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("metapage of index \"%s\" is corrupted",
+						RelationGetRelationName(index)),
+				 errhint("REINDEX it.")));
+	for (i = 0; i < meta->ngens; i++)
+	{
+		const AmqIndexGen *g = &meta->gens[i];
+
+		if (g->first < 1 || g->npages < 1 || g->hashes < 1 ||
+			g->hashes > AMQ_BLOOM_MAX_HASHES ||
+			(uint64) g->first + g->npages > MaxBlockNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("metapage of index \"%s\" is corrupted",
+							RelationGetRelationName(index)),
+					 errdetail("Generation %u is out of range.", i),
+					 errhint("REINDEX it.")));
+	}
+}
+
+void
+amq_index_gen_from_geometry(AmqIndexGen *gen, BlockNumber first,
+							const amq_paged_gen *g)
+{
+	gen->first = first;
+	gen->npages = g->npages;
+	gen->hashes = g->hashes;
+	gen->fill_limit = g->fill_limit;
+	gen->capacity = g->capacity;
+	gen->p = g->p;
+}
+
+void
+amq_index_geometry(const AmqIndexGen *gen, amq_paged_gen *g)
+{
+	g->capacity = gen->capacity;
+	g->p = gen->p;
+	g->hashes = gen->hashes;
+	g->npages = gen->npages;
+	g->blocks_per_page = AMQ_INDEX_BLOCKS_PER_PAGE;
+	g->fill_limit = gen->fill_limit;
+}
+
+/*
+ * Vacuum has nothing to remove: the filter holds no tuple identifiers, and
+ * a deleted value only leaves a "maybe".  It reports what an index reports.
+ */
+static IndexBulkDeleteResult *
+amq_index_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+					 IndexBulkDeleteCallback callback, void *callback_state)
+{
+	if (stats == NULL)
+		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
+	return stats;
+}
+
+static IndexBulkDeleteResult *
+amq_index_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
+{
+	if (info->analyze_only)
+		return stats;
+	if (stats == NULL)
+		stats = (IndexBulkDeleteResult *) palloc0(sizeof(IndexBulkDeleteResult));
+	stats->num_pages = RelationGetNumberOfBlocks(info->index);
+	/* one entry per table row, as far as the planner is concerned */
+	stats->num_index_tuples = info->num_heap_tuples;
+	stats->estimated_count = info->estimated_count;
+	return stats;
+}
+
+/* An operator family's name, for messages. */
+static const char *
+family_name(Oid opfamily)
+{
+	HeapTuple	tup = SearchSysCache1(OPFAMILYOID, ObjectIdGetDatum(opfamily));
+	char	   *name;
+
+	if (!HeapTupleIsValid(tup))
+		return "?";
+	name = pstrdup(NameStr(((Form_pg_opfamily) GETSTRUCT(tup))->opfname));
+	ReleaseSysCache(tup);
+	return name;
+}
+
+/*
+ * Checks an operator class: its operators are boolean equality of the
+ * class's types, strategy 1, and its support function the type's extended
+ * hash, (type, int8) -> int8.
+ */
+static bool
+amq_index_validate(Oid opclassoid)
+{
+	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
+	Form_pg_opclass classform;
+	Oid			opfamily;
+	CatCList   *oprlist;
+	CatCList   *proclist;
+	bool		result = true;
+	int			i;
+
+	if (!HeapTupleIsValid(classtup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
+	classform = (Form_pg_opclass) GETSTRUCT(classtup);
+	opfamily = classform->opcfamily;
+	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(opfamily));
+	proclist = SearchSysCacheList1(AMPROCNUM, ObjectIdGetDatum(opfamily));
+
+	for (i = 0; i < oprlist->n_members; i++)
+	{
+		Form_pg_amop op = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+
+		if (op->amopstrategy != AMQ_INDEX_EQUAL || op->amoppurpose != AMOP_SEARCH ||
+			get_op_rettype(op->amopopr) != BOOLOID)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("amqfilter operator family \"%s\" contains operator %s that is not boolean equality with strategy 1",
+							family_name(opfamily),
+							format_operator(op->amopopr))));
+			result = false;
+		}
+	}
+	for (i = 0; i < proclist->n_members; i++)
+	{
+		Form_pg_amproc proc = (Form_pg_amproc) GETSTRUCT(&proclist->members[i]->tuple);
+
+		if (proc->amprocnum != AMQ_INDEX_HASH_PROC ||
+			get_func_rettype(proc->amproc) != INT8OID ||
+			get_func_nargs(proc->amproc) != 2)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("amqfilter operator family \"%s\" contains function %s that is not an extended hash function with support number 1",
+							family_name(opfamily),
+							format_procedure(proc->amproc))));
+			result = false;
+		}
+	}
+	ReleaseCatCacheList(proclist);
+	ReleaseCatCacheList(oprlist);
+	ReleaseSysCache(classtup);
+	return result;
+}
+
+/* amqfilter_index_handler(internal) -> index_am_handler */
+Datum
+amqfilter_index_handler(PG_FUNCTION_ARGS)
+{
+	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
+
+	amroutine->amstrategies = AMQ_INDEX_NSTRATEGIES;
+	amroutine->amsupport = AMQ_INDEX_NPROCS;
+	amroutine->amoptsprocnum = 0;
+	amroutine->amcanorder = false;
+	amroutine->amcanorderbyop = false;
+	amroutine->amcanbackward = false;
+	amroutine->amcanunique = false;
+	amroutine->amcanmulticol = false;
+	amroutine->amoptionalkey = false;
+	amroutine->amsearcharray = true;
+	amroutine->amsearchnulls = false;
+	amroutine->amstorage = false;
+	amroutine->amclusterable = false;
+	amroutine->ampredlocks = false;
+	amroutine->amcanparallel = false;
+	amroutine->amcaninclude = false;
+	amroutine->amusemaintenanceworkmem = true;
+#if PG_VERSION_NUM >= 170000
+	amroutine->amsummarizing = false;
+	amroutine->amcanbuildparallel = false;
+#endif
+	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_CLEANUP;
+	amroutine->amkeytype = InvalidOid;
+
+	amroutine->ambuild = amq_index_build;
+	amroutine->ambuildempty = amq_index_buildempty;
+	amroutine->aminsert = amq_index_insert;
+#if PG_VERSION_NUM >= 170000
+	amroutine->aminsertcleanup = NULL;
+#endif
+	amroutine->ambulkdelete = amq_index_bulkdelete;
+	amroutine->amvacuumcleanup = amq_index_vacuumcleanup;
+	amroutine->amcanreturn = NULL;
+	amroutine->amcostestimate = amq_index_costestimate;
+	amroutine->amoptions = amq_index_options;
+	amroutine->amproperty = NULL;
+	amroutine->ambuildphasename = NULL;
+	amroutine->amvalidate = amq_index_validate;
+#if PG_VERSION_NUM >= 130000
+	amroutine->amadjustmembers = NULL;
+#endif
+	amroutine->ambeginscan = amq_index_beginscan;
+	amroutine->amrescan = amq_index_rescan;
+	amroutine->amgettuple = NULL;
+	amroutine->amgetbitmap = amq_index_getbitmap;
+	amroutine->amendscan = amq_index_endscan;
+	amroutine->ammarkpos = NULL;
+	amroutine->amrestrpos = NULL;
+	amroutine->amestimateparallelscan = NULL;
+	amroutine->aminitparallelscan = NULL;
+	amroutine->amparallelrescan = NULL;
+
+	PG_RETURN_POINTER(amroutine);
+}
+
+/*
+ * ----------------------------------------------------------------
+ * SQL functions that read an index
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Opens an amqfilter index for a SQL function, after checking that the
+ * caller may learn from it what it summarizes: every value of the column,
+ * so SELECT on it and no row security hiding rows of the table.  Locked
+ * AccessShareLock, as a query of the table would lock it.
+ */
+static Relation
+open_index_checked(Oid indexoid, const char *fname)
+{
+	Relation	index;
+	Oid			heapoid;
+	AttrNumber	attnum;
+	HeapTuple	amtup;
+	bool		ours;
+
+	heapoid = IndexGetRelation(indexoid, true);
+	if (!OidIsValid(heapoid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an index", get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
+	LockRelationOid(heapoid, AccessShareLock);
+	index = index_open(indexoid, AccessShareLock);
+	amtup = SearchSysCache1(AMOID, ObjectIdGetDatum(index->rd_rel->relam));
+	ours = HeapTupleIsValid(amtup) && index->rd_indam->amgetbitmap == amq_index_getbitmap;
+	if (HeapTupleIsValid(amtup))
+		ReleaseSysCache(amtup);
+	if (!ours || index->rd_rel->relkind != RELKIND_INDEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an amqfilter index", RelationGetRelationName(index)),
+				 errhint("%s takes an index created USING amqfilter (on a partitioned table, the index of one partition).",
+						 fname)));
+	attnum = index->rd_index->indkey.values[0];
+	if (pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+		(attnum <= 0 ||
+		 pg_attribute_aclcheck(heapoid, attnum, GetUserId(), ACL_SELECT) != ACLCHECK_OK))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", get_rel_name(heapoid)),
+				 errdetail("%s tells which values the indexed column holds: it needs SELECT on that column.",
+						   fname)));
+	if (check_enable_rls(heapoid, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("row-level security hides rows of table %s from the current user",
+						get_rel_name(heapoid)),
+				 errdetail("The index summarizes every row, those the policies hide too.")));
+	return index;
+}
+
+/*
+ * bloom_index_contains(index regclass, value anyelement) -> boolean: false
+ * if the index rules the value out of its column, true ("maybe") if not.
+ * NULL for a NULL value.  The key guard of plain SQL: as cheap as a probe
+ * of a stored filter, and kept current by PostgreSQL.
+ */
+Datum
+bloom_index_contains(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	Relation	index;
+	AmqIndexMeta meta;
+	FmgrInfo   *proc;
+	bool		maybe;
+
+	if (PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	index = open_index_checked(indexoid, "bloom_index_contains");
+	proc = amq_index_hash_proc(index, type, fcinfo->flinfo->fn_mcxt);
+	if (proc == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("a value of type %s cannot be looked up in index \"%s\" of type %s",
+						format_type_be(type), RelationGetRelationName(index),
+						format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid)),
+				 errhint("Cast the value to %s.",
+						 format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid))));
+	amq_index_read_meta(index, &meta);
+	maybe = amq_index_may_contain(index, &meta,
+								  amq_index_hash(proc, index->rd_indcollation[0],
+												 PG_GETARG_DATUM(1)));
+	index_close(index, AccessShareLock);
+	PG_RETURN_BOOL(maybe);
+}
+
+/*
+ * amqfilter_index_info(index regclass) -> (bytes, generations, values,
+ *   false_positive_rate, target_false_positive_rate, build_values)
+ *
+ * The index's size, its generations, the distinct values it holds as
+ * estimated from its fill (Swamidass and Baldi: n = -(m/k) ln(1 - X/m) per
+ * generation), and the rate of "maybe" for an absent value now (each
+ * generation's mean over its blocks of fill^k, summed), against the target.
+ * Reads every page.
+ */
+Datum
+amqfilter_index_info(PG_FUNCTION_ARGS)
+{
+	Relation	index = open_index_checked(PG_GETARG_OID(0), "amqfilter_index_info");
+	AmqIndexMeta meta;
+	double		values = 0.0;
+	double		fpr = 0.0;
+	uint32		i;
+	Datum		out[6];
+	bool		nulls[6] = {false, false, false, false, false, false};
+
+	amq_index_read_meta(index, &meta);
+	for (i = 0; i < meta.ngens; i++)
+	{
+		const AmqIndexGen *g = &meta.gens[i];
+		double		bits = (double) g->npages * AMQ_INDEX_BLOCKS_PER_PAGE * AMQ_BLOOM_BLOCK_BITS;
+		double		set = 0.0;
+		double		gen_fpr = 0.0;
+		uint32		pg;
+
+		for (pg = 0; pg < g->npages; pg++)
+		{
+			Buffer		buf;
+			Page		page;
+			uint32		b;
+
+			CHECK_FOR_INTERRUPTS();
+			buf = ReadBuffer(index, g->first + pg);
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			page = BufferGetPage(buf);
+			set += AmqIndexPageGetHeader(page)->nset;
+			for (b = 0; b < AMQ_INDEX_BLOCKS_PER_PAGE; b++)
+				gen_fpr += amq_paged_block_fpr(AmqIndexPageGetBlock(page, b), g->hashes);
+			UnlockReleaseBuffer(buf);
+		}
+		if (set < bits)
+			values += -(bits / g->hashes) * log1p(-set / bits);
+		else
+			values += (double) g->capacity;
+		fpr += gen_fpr / ((double) g->npages * AMQ_INDEX_BLOCKS_PER_PAGE);
+	}
+	out[0] = Int64GetDatum((int64) RelationGetNumberOfBlocks(index) * BLCKSZ);
+	out[1] = Int32GetDatum((int32) meta.ngens);
+	out[2] = Int64GetDatum((int64) rint(values));
+	out[3] = Float8GetDatum(fpr);
+	out[4] = Float8GetDatum(meta.p);
+	out[5] = Int64GetDatum((int64) meta.build_distinct);
+	index_close(index, AccessShareLock);
+	return amq_return_record(fcinfo, out, nulls);
+}

@@ -1,0 +1,436 @@
+/*
+ * filter_index_build.c
+ *		Building an amqfilter index, inserting into it, and growing it.
+ *
+ * A build sizes the filter from what it sees: it hashes every value of the
+ * column into a sort (tuplesort, so memory stays within
+ * maintenance_work_mem and larger builds spill to disk), counts the
+ * distinct hashes exactly, sizes the first generation for them with
+ * AMQ_INDEX_HEADROOM to spare, and then writes the pages in order: the
+ * position of a key's block is monotonic in its hash (fastrange), so the
+ * sorted hashes fill the pages one after the other, each written once.
+ *
+ * An insert sets the key's bits in the newest generation, under the
+ * page's exclusive lock, WAL-logged with generic WAL (a standby replays it,
+ * crash recovery redoes it).  A key whose bits are all set already changes
+ * nothing and writes no WAL: duplicates, and most of a COPY into a table
+ * whose index has seen its values, cost a page lock and a test.
+ *
+ * Growth.  When the key's page is full (core/amq_bloom_paged.h), the insert
+ * reads the metapage: if a newer generation exists (another backend grew
+ * the index), it goes there; if not, it adds one, AMQ_PAGED_GROWTH times
+ * larger at a smaller share of the rate, under the metapage's exclusive
+ * lock: new pages first, each WAL-logged whole, then the metapage that
+ * points at them.  A crash between the two leaves unreferenced pages at the
+ * end, which the next growth skips.  Scans read the metapage every time, so
+ * they see every generation that holds a key of a row they can see: the
+ * key's row became visible only after its insert, which came after the
+ * growth that made its generation.  Inserts keep a copy of the generations
+ * per statement and refresh it only at a full page: an insert with a stale
+ * copy puts its key in an older generation, whose pages stop at their
+ * limit just the same, and which every scan still probes.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/generic_xlog.h"
+#include "access/tableam.h"
+#include "access/xloginsert.h"
+#include "catalog/index.h"
+#include "catalog/pg_operator.h"
+#include "miscadmin.h"
+#include "nodes/execnodes.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/tuplesort.h"
+
+#include "amqfilter.h"
+#include "filter_index.h"
+
+/* A hash as a sortable int8: signed order is then the hashes' unsigned order. */
+#define SORTABLE(h)		((int64) ((h) ^ UINT64CONST(0x8000000000000000)))
+#define UNSORTABLE(d)	((uint64) (d) ^ UINT64CONST(0x8000000000000000))
+
+/* The 64-bit hash of a non-null value, as the index hashes it. */
+uint64
+amq_index_hash(FmgrInfo *proc, Oid collation, Datum value)
+{
+	return DatumGetUInt64(FunctionCall2Coll(proc, collation, value,
+											Int64GetDatum((int64) AMQ_INDEX_SEED)));
+}
+
+/* Adds a new page at the end of the index, WAL-logged whole. */
+static void
+write_new_page(Relation index, BlockNumber expected, Page contents)
+{
+	Buffer		buf = ReadBuffer(index, P_NEW);
+	GenericXLogState *state;
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	if (BufferGetBlockNumber(buf) != expected)
+		elog(ERROR, "index \"%s\" grew to block %u, %u expected",
+			 RelationGetRelationName(index), BufferGetBlockNumber(buf), expected);
+	state = GenericXLogStart(index);
+	page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+	memcpy(page, contents, BLCKSZ);
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/* Writes an empty generation's pages from block first on. */
+static void
+write_empty_gen(Relation index, BlockNumber first, const AmqIndexGen *g,
+				uint16 gen)
+{
+	PGAlignedBlock page;
+	uint32		i;
+
+	amq_index_init_page(page.data, gen);
+	for (i = 0; i < g->npages; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		write_new_page(index, first + i, page.data);
+	}
+}
+
+/*
+ * ----------------------------------------------------------------
+ * Build
+ * ----------------------------------------------------------------
+ */
+typedef struct BuildState
+{
+	FmgrInfo   *proc;
+	Oid			collation;
+	Tuplesortstate *sort;
+	uint64		values;			/* non-null values hashed */
+	MemoryContext tmpcxt;		/* reset after every value */
+} BuildState;
+
+static void
+build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+			   bool tupleIsAlive, void *arg)
+{
+	BuildState *state = (BuildState *) arg;
+	MemoryContext old;
+	uint64		hash;
+
+	if (isnull[0])
+		return;					/* NULL equals nothing */
+	old = MemoryContextSwitchTo(state->tmpcxt);
+	hash = amq_index_hash(state->proc, state->collation, values[0]);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(state->tmpcxt);
+	tuplesort_putdatum(state->sort, Int64GetDatum(SORTABLE(hash)), false);
+	state->values++;
+}
+
+/* Fills the metapage of an index whose first generation is g. */
+static void
+init_meta(Page page, double p, uint64 distinct, uint64 values,
+		  const AmqIndexGen *g)
+{
+	AmqIndexMeta *meta;
+
+	amq_index_init_page_whole(page);
+	meta = AmqIndexPageGetMeta(page);
+	memset(meta, 0, sizeof(*meta));
+	meta->magic = AMQ_INDEX_MAGIC;
+	meta->version = AMQ_INDEX_VERSION;
+	meta->blocks_per_page = AMQ_INDEX_BLOCKS_PER_PAGE;
+	meta->ngens = 1;
+	meta->seed = AMQ_INDEX_SEED;
+	meta->p = p;
+	meta->build_distinct = distinct;
+	meta->build_values = values;
+	meta->gens[0] = *g;
+}
+
+/* Sizes a generation, or errors naming the index. */
+static void
+size_gen(Relation index, uint64 capacity, double p, unsigned gen,
+		 BlockNumber first, AmqIndexGen *out)
+{
+	amq_paged_gen g;
+	amq_status	status;
+
+	status = amq_paged_size(capacity, p, gen, AMQ_INDEX_BLOCKS_PER_PAGE,
+							MaxBlockNumber - first, &g);
+	if (status != AMQ_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("index \"%s\" cannot hold " UINT64_FORMAT " values at false_positive_rate %s",
+						RelationGetRelationName(index), capacity, amq_format_p(p)),
+				 errdetail("%s", amq_status_text(status))));
+	amq_index_gen_from_geometry(out, first, &g);
+}
+
+IndexBuildResult *
+amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *result;
+	BuildState	state;
+	double		reltuples;
+	double		p = amq_index_option_fpr(index);
+	uint64		distinct = 0;
+	Datum		d;
+	bool		isnull;
+	bool		have_prev = false;
+	int64		prev = 0;
+	AmqIndexGen gen;
+	PGAlignedBlock meta;
+	PGAlignedBlock page;
+	uint32		cur = 0;		/* the page being filled */
+	uint32		pg;
+	amq_paged_gen geometry;
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data",
+			 RelationGetRelationName(index));
+
+	state.proc = index_getprocinfo(index, 1, AMQ_INDEX_HASH_PROC);
+	state.collation = index->rd_indcollation[0];
+	state.values = 0;
+	state.tmpcxt = AllocSetContextCreate(CurrentMemoryContext,
+										 "amqfilter index build",
+										 ALLOCSET_DEFAULT_SIZES);
+	state.sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid,
+									   false, maintenance_work_mem, NULL,
+#if PG_VERSION_NUM >= 150000
+									   TUPLESORT_RANDOMACCESS
+#else
+									   true
+#endif
+		);
+	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
+									   build_callback, &state, NULL);
+	tuplesort_performsort(state.sort);
+
+	/* the distinct values, counted exactly in the sorted hashes */
+	while (tuplesort_getdatum(state.sort, true,
+#if PG_VERSION_NUM >= 160000
+							  false,
+#endif
+							  &d, &isnull, NULL))
+	{
+		if (!have_prev || DatumGetInt64(d) != prev)
+			distinct++;
+		prev = DatumGetInt64(d);
+		have_prev = true;
+		if ((distinct & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+
+	size_gen(index, (uint64) ceil((double) distinct * AMQ_INDEX_HEADROOM), p, 0,
+			 AMQ_INDEX_METAPAGE + 1, &gen);
+	amq_index_geometry(&gen, &geometry);
+	init_meta(meta.data, p, distinct, state.values, &gen);
+	write_new_page(index, AMQ_INDEX_METAPAGE, meta.data);
+
+	/* the pages in order, each filled from the sorted hashes */
+	tuplesort_rescan(state.sort);
+	amq_index_init_page(page.data, 0);
+	while (tuplesort_getdatum(state.sort, true,
+#if PG_VERSION_NUM >= 160000
+							  false,
+#endif
+							  &d, &isnull, NULL))
+	{
+		uint64		hash = UNSORTABLE(DatumGetInt64(d));
+		uint32		target;
+		uint32		block;
+
+		amq_paged_locate(&geometry, hash, &target, &block);
+		while (cur < target)
+		{
+			write_new_page(index, gen.first + cur, page.data);
+			amq_index_init_page(page.data, 0);
+			cur++;
+		}
+		AmqIndexPageGetHeader(page.data)->nset +=
+			amq_block_set(AmqIndexPageGetBlock(page.data, block),
+						  amq_fmix64(hash), gen.hashes);
+	}
+	for (pg = cur; pg < gen.npages; pg++)
+	{
+		write_new_page(index, gen.first + pg, page.data);
+		amq_index_init_page(page.data, 0);
+	}
+	tuplesort_end(state.sort);
+	MemoryContextDelete(state.tmpcxt);
+
+	result = (IndexBuildResult *) palloc(sizeof(IndexBuildResult));
+	result->heap_tuples = reltuples;
+	result->index_tuples = (double) state.values;
+	return result;
+}
+
+/*
+ * The init fork of an unlogged index: an empty index of one page, sized
+ * for one value, which grows as any does.
+ */
+void
+amq_index_buildempty(Relation index)
+{
+	double		p = amq_index_option_fpr(index);
+	AmqIndexGen gen;
+	int			i;
+
+	size_gen(index, 1, p, 0, AMQ_INDEX_METAPAGE + 1, &gen);
+	for (i = 0; i < 2; i++)
+	{
+		Buffer		buf = ReadBufferExtended(index, INIT_FORKNUM, P_NEW,
+											 RBM_NORMAL, NULL);
+
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		START_CRIT_SECTION();
+		if (i == 0)
+			init_meta(BufferGetPage(buf), p, 0, 0, &gen);
+		else
+			amq_index_init_page(BufferGetPage(buf), 0);
+		MarkBufferDirty(buf);
+		log_newpage_buffer(buf, true);
+		END_CRIT_SECTION();
+		UnlockReleaseBuffer(buf);
+	}
+}
+
+/*
+ * ----------------------------------------------------------------
+ * Insert and growth
+ * ----------------------------------------------------------------
+ */
+
+/* What an insert keeps for the rest of its statement. */
+typedef struct InsertState
+{
+	FmgrInfo   *proc;
+	AmqIndexMeta meta;
+} InsertState;
+
+/*
+ * Gets the index a generation newer than the copy has, or adds one; under
+ * the metapage's exclusive lock.  Refreshes the copy.
+ */
+static void
+grow(Relation index, AmqIndexMeta *copy)
+{
+	Buffer		metabuf = ReadBuffer(index, AMQ_INDEX_METAPAGE);
+	AmqIndexMeta *meta;
+	AmqIndexGen gen;
+	GenericXLogState *state;
+	BlockNumber first;
+
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	meta = AmqIndexPageGetMeta(BufferGetPage(metabuf));
+	if (meta->ngens > copy->ngens || meta->ngens >= AMQ_PAGED_MAX_GENS)
+	{
+		UnlockReleaseBuffer(metabuf);
+		amq_index_read_meta(index, copy);
+		return;
+	}
+
+	LockRelationForExtension(index, ExclusiveLock);
+	first = RelationGetNumberOfBlocks(index);
+	size_gen(index, meta->gens[meta->ngens - 1].capacity * AMQ_PAGED_GROWTH,
+			 meta->p, meta->ngens, first, &gen);
+	write_empty_gen(index, first, &gen, (uint16) meta->ngens);
+	UnlockRelationForExtension(index, ExclusiveLock);
+
+	state = GenericXLogStart(index);
+	meta = AmqIndexPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	meta->gens[meta->ngens] = gen;
+	meta->ngens++;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(metabuf);
+	amq_index_read_meta(index, copy);
+}
+
+/*
+ * Sets the key's bits in generation i of the copy.  Returns false, having
+ * changed nothing, if its page there is full.
+ */
+static bool
+insert_into(Relation index, const AmqIndexMeta *meta, uint32 i, uint64 hash,
+			bool ignore_limit)
+{
+	const AmqIndexGen *g = &meta->gens[i];
+	amq_paged_gen geometry;
+	uint32		pg;
+	uint32		block;
+	uint64		h2 = amq_fmix64(hash);
+	Buffer		buf;
+	Page		page;
+	GenericXLogState *state;
+
+	amq_index_geometry(g, &geometry);
+	amq_paged_locate(&geometry, hash, &pg, &block);
+	buf = ReadBuffer(index, g->first + pg);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	page = BufferGetPage(buf);
+	if (amq_block_test(AmqIndexPageGetBlock(page, block), h2, g->hashes))
+	{
+		/* nothing to set: no change, no WAL */
+		UnlockReleaseBuffer(buf);
+		return true;
+	}
+	if (!ignore_limit && AmqIndexPageGetHeader(page)->nset >= g->fill_limit)
+	{
+		UnlockReleaseBuffer(buf);
+		return false;
+	}
+	state = GenericXLogStart(index);
+	page = GenericXLogRegisterBuffer(state, buf, 0);
+	AmqIndexPageGetHeader(page)->nset +=
+		amq_block_set(AmqIndexPageGetBlock(page, block), h2, g->hashes);
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+	return true;
+}
+
+bool
+amq_index_insert(Relation index, Datum *values, bool *isnull,
+				 ItemPointer ht_ctid, Relation heapRel,
+				 IndexUniqueCheck checkUnique,
+#if PG_VERSION_NUM >= 140000
+				 bool indexUnchanged,
+#endif
+				 IndexInfo *indexInfo)
+{
+	InsertState *st = (InsertState *) indexInfo->ii_AmCache;
+	uint64		hash;
+
+	if (isnull[0])
+		return false;			/* NULL equals nothing: no key to add */
+	if (st == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(indexInfo->ii_Context);
+
+		st = palloc0(sizeof(InsertState));
+		st->proc = index_getprocinfo(index, 1, AMQ_INDEX_HASH_PROC);
+		amq_index_read_meta(index, &st->meta);
+		indexInfo->ii_AmCache = st;
+		MemoryContextSwitchTo(old);
+	}
+	hash = amq_index_hash(st->proc, index->rd_indcollation[0], values[0]);
+	for (;;)
+	{
+		uint32		newest = st->meta.ngens - 1;
+		bool		last = st->meta.ngens >= AMQ_PAGED_MAX_GENS;
+
+		/*
+		 * The last generation an index may have takes every key, past its
+		 * limit: its rate then rises above its share, never a "no" for a
+		 * key that is there.
+		 */
+		if (insert_into(index, &st->meta, newest, hash, last))
+			break;
+		grow(index, &st->meta);
+	}
+	return false;
+}
