@@ -312,10 +312,10 @@ extern void amq_cuckoo_append_table(amq_cuckoo_view *view, uint64_t buckets);
  * What to do after amq_cuckoo_add said AMQ_FULL: the buffer size the growth
  * needs (more than AMQ_CUCKOO_MAX_BYTES when it cannot be), and the growth
  * itself, in a buffer of at least that size.  The growth is the table
- * amq_cuckoo_growth_buckets asks for, or, when the value that did not fit is
- * one whose bucket pair is all copies of it, a counter section twice as
- * large (which needs room for the old one and the new one while it is
- * rebuilt).
+ * amq_cuckoo_growth_buckets asks for, or, when the copy that did not fit is
+ * to be counted and the counter section has no room for its entry, a
+ * counter section twice as large (which needs room for the old one and the
+ * new one while it is rebuilt).
  */
 extern size_t amq_cuckoo_growth_bytes(const amq_cuckoo_view *view);
 extern void amq_cuckoo_grow(amq_cuckoo_view *view);
