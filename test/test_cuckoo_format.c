@@ -1186,6 +1186,11 @@ ref_add(ref_table *r, uint64_t h)
 	/* 4: the victim slot is taken: full */
 	if (r->victim_fp != 0)
 	{
+		uint64_t	grow = r->items >= 2 * r->nb ? 2 * r->nb : r->nb;
+
+		/* no section yet, and the growth table is shorter than one */
+		if (r->ncounters == 0 && ref_table_bytes(grow, f) < 16 * 24)
+			return REF_FULL;
 		/* a pair holding fp, in a slot or as its victim, counts it */
 		if (same > 0 || (r->victim_fp == fp &&
 						 (r->victim_bucket == b1 || r->victim_bucket == b2)))

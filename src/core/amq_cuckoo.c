@@ -1564,7 +1564,11 @@ compact_pair(amq_cuckoo_view *view, amq_cuckoo_table *t, uint32_t fp,
  * fingerprint is enough, whatever shares the buckets, and failing that a
  * copy among many in the pair makes room (compact_pair).  So a value's
  * copies cost at most its first slot and a counter, and a filter of values
- * with many copies grows only when its distinct values need room.
+ * with many copies grows only when its distinct values need room.  A
+ * filter of distinct values that grows meets that point once or twice per
+ * growth, and one in 2^f / 8 per table of them counts a colliding value:
+ * measured at p = 1%, 7 of 200 builds of 3,000 values at n = 500 got a
+ * counter section.
  */
 static amq_status
 add_to_full_pair(amq_cuckoo_view *view, amq_cuckoo_table *last, uint64_t hash,
@@ -1593,6 +1597,16 @@ add_to_full_pair(amq_cuckoo_view *view, amq_cuckoo_table *last, uint64_t hash,
 	view->grow_counters = false;
 	if (last->victim_fp != 0)
 	{
+		/*
+		 * Not where a new counter section would cost more than the growth:
+		 * in a tiny filter of distinct values a new value meets an equal
+		 * fingerprint in its full pair often (half the time at f = 4), and
+		 * a table of a few buckets is smaller than the smallest section.
+		 */
+		if (view->counters == 0 &&
+			amq_cuckoo_table_bytes(amq_cuckoo_growth_buckets(view), view->fp_bits) <
+			(size_t) AMQ_CUCKOO_MIN_COUNTERS * AMQ_CUCKOO_COUNTER_SIZE)
+			return AMQ_FULL;
 		outcome = count_copy(view, hash, true);
 		if (outcome == COPY_NOT_COUNTED)
 			outcome = compact_pair(view, last, fp, b1, b2);
