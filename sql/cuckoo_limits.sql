@@ -52,6 +52,54 @@ SELECT i, cuckoo_count(f, -1) AS copies, (cuckoo_info(f)).items,
        (SELECT count(*) FROM generate_series(1, 500) g WHERE NOT f @> g) AS lost
   FROM d WHERE i IN (0, 1, 1992, 2000) ORDER BY i;
 
+-- Few values with many copies, whose bucket pairs other values share: the
+-- copies past those the pairs hold are counted, so the filter has the
+-- tables and table bytes of the filter of its distinct values, and grows by
+-- its counter section only.  (Only pairs holding nothing but one value used
+-- to be counted: 20,000 rows of g % 10 took 308 tables, 825,504 bytes;
+-- 1,000,000 rows 15,385 tables, 41,231,864 bytes.)
+CREATE TABLE few AS
+SELECT rows, cuckoo_agg(g % 10, 2000, 0.01) AS f,
+       (SELECT cuckoo_agg(v, 2000, 0.01) FROM generate_series(0, 9) v) AS d
+  FROM (VALUES (20000), (1000000)) r(rows), generate_series(1, rows) g
+ GROUP BY rows;
+SELECT rows, i.tables, i.items, i.bytes, i.tables = j.tables AS same_tables,
+       i.bytes - j.bytes AS counter_section,
+       (SELECT array_agg(cuckoo_count(f, v) ORDER BY v)
+          FROM generate_series(0, 9) v) AS counts
+  FROM few, cuckoo_info(f) i, cuckoo_info(d) j ORDER BY rows;
+-- Mixes cost what their distinct values cost, in tables: 1,000 values with
+-- 1,000 copies each at n = 2,000 (was 251 tables, 2,643,472 bytes), and
+-- 100,000 values with 100 copies each at n = 1M (was 26 tables, 34,212,464
+-- bytes); the counter section holds an entry per value with copies counted.
+SELECT 1000 AS values, i.tables, i.bytes, i.tables = j.tables AS same_tables,
+       i.bytes - j.bytes AS counter_section,
+       cuckoo_count(f, 7) AS count_7, cuckoo_count(f, 999) AS count_999
+  FROM (SELECT cuckoo_agg(g % 1000, 2000, 0.01) AS f
+          FROM generate_series(1, 1000000) g) s,
+       (SELECT cuckoo_agg(g, 2000, 0.01) AS d FROM generate_series(0, 999) g) t,
+       cuckoo_info(f) i, cuckoo_info(d) j;
+SELECT 100000 AS values, i.tables, i.bytes, i.tables = j.tables AS same_tables,
+       i.bytes - j.bytes AS counter_section,
+       cuckoo_count(f, 7) AS count_7, cuckoo_count(f, 99999) AS count_99999
+  FROM (SELECT cuckoo_agg(g % 100000, 1000000, 0.01) AS f
+          FROM generate_series(1, 10000000) g) s,
+       (SELECT cuckoo_agg(g, 1000000, 0.01) AS d
+          FROM generate_series(0, 99999) g) t,
+       cuckoo_info(f) i, cuckoo_info(d) j;
+-- unions add the counts and keep the one table
+SELECT rows, i.tables, i.items, cuckoo_count(f | f, 3) AS count_3
+  FROM few, cuckoo_info(f | f) i ORDER BY rows;
+-- deleting every copy of a value, counted or stored, leaves none of it,
+-- and the other values keep theirs
+WITH RECURSIVE d(i, f) AS (
+  SELECT 0, f FROM few WHERE rows = 20000
+  UNION ALL
+  SELECT i + 1, cuckoo_delete(f, 3) FROM d WHERE i < 2000)
+SELECT i, cuckoo_count(f, 3) AS count_3, f @> 3 AS contains_3,
+       cuckoo_count(f, 4) AS count_4, (cuckoo_info(f)).items
+  FROM d WHERE i IN (0, 1, 1999, 2000) ORDER BY i;
+
 -- A crafted filter of 10,000 one-bucket tables, each bucket holding four
 -- copies of the value 1: the header of a one-bucket filter holding 1, its
 -- table count set to 10,000 (bytes 41..44), then 10,000 tables of a 32-byte

@@ -137,7 +137,9 @@ CREATE FUNCTION patch(b bytea, off int, hex text) RETURNS bytea
   AS $$ SELECT overlay(b PLACING decode(hex, 'hex') FROM off + 1) $$;
 -- the specimens: a blocked bloom filter of 39 blocks, 19,968 bits (2,552
 -- bytes with its 56-byte header), and a cuckoo filter of 3 tables, the
--- first of 132 buckets
+-- first of 132 buckets, and a counter section of 16 entries (384 bytes):
+-- where the filter was full, one value met an equal fingerprint in its
+-- pair, and its copy was counted
 CREATE TABLE specimen AS
   SELECT bloom_add(bloom_empty(2000, 0.01), 1)::bytea AS b,
          cuckoo_agg(g, 500, 0.01)::bytea AS c
@@ -162,7 +164,7 @@ INSERT INTO crafted (n, what, c) SELECT n, what, unchecked_cuckoo(('\x' || encod
   FROM specimen s, LATERAL (VALUES
   (8, 'cuckoo: 4 tables claimed, 3 present',     patch(s.c, 40, '04000000')),
   (9, 'cuckoo: 2 tables claimed, 3 present',     patch(s.c, 40, '02000000')),
-  (10, 'cuckoo: last table cut short',           substr(s.c, 1, length(s.c) - 8)),
+  (10, 'cuckoo: counter section cut short',       substr(s.c, 1, length(s.c) - 8)),
   (11, 'cuckoo: 8 KB of zeros appended',         s.c || decode(repeat('00', 8192), 'hex')),
   -- (the table then ends in the next one's bytes: its padding is not zero)
   (12, 'cuckoo: first table 264 buckets, twice', patch(s.c, 64, '0801000000000000')),

@@ -21,9 +21,11 @@
  *	  and bucket pair at one level share the pair at every lower one, which
  *	  is what deletion relies on;
  *	- the bytes init writes, and the header and view kept in step by adds;
- *	- FORMAT.md's reference add (placement, the two-move search, the
- *	  eviction walk, the victim), written from the document, against the
- *	  core's bytes after every add: the document claims they agree exactly.
+ *	- FORMAT.md's reference add (placement, counted copies, the two-move
+ *	  search, the eviction walk, the victim, counting or making room where
+ *	  the filter is full), written from the document, against the core's
+ *	  bytes and counters after every add: the document claims they agree
+ *	  exactly.
  *
  * Keys are splitmix64 outputs from fixed seeds, handed to the core as the
  * 64-bit hash a PostgreSQL hash function would produce, so every run sees
@@ -1010,13 +1012,24 @@ test_placement_rule(void)
 }
 
 /*
- * FORMAT.md's reference add for a filter of one table without counters,
- * written from the document alone and kept on its own copy of the bytes:
- * step 1 (the emptier bucket), step 3 only to notice that it would apply
- * (a pair of nothing but fp), step 4 (full), step 5 (the search at most
- * two moves deep), step 6 (the eviction walk and its generator) and step 7
- * (the count).
+ * FORMAT.md's reference add for a filter of one table, written from the
+ * document alone and kept on its own copy of the bytes and its own list of
+ * counter entries (level 0, the only one; their places in the counter
+ * section are the core's business): step 1 (the emptier bucket), step 3
+ * (a counter, or a pair of nothing but fp), step 4 (full: a pair holding
+ * fp counts, else a fingerprint with three copies in its pair makes room,
+ * else full), step 5 (the search at most two moves deep), step 6 (the
+ * eviction walk and its generator) and step 7 (the count).
  */
+#define REF_MAX_COUNTERS	4096
+
+typedef struct ref_counter
+{
+	uint64_t	bucket;			/* min(b1, b2) */
+	uint32_t	fp;
+	uint64_t	count;
+} ref_counter;
+
 typedef struct ref_table
 {
 	uint8_t    *words;
@@ -1025,16 +1038,63 @@ typedef struct ref_table
 	uint64_t	items;
 	uint32_t	victim_fp;
 	uint64_t	victim_bucket;
+	ref_counter counters[REF_MAX_COUNTERS];
+	uint32_t	ncounters;
+	uint64_t	counted;		/* copies the counters hold */
 	uint64_t	by_step[8];		/* adds finished by each step (6: walks ended) */
+	uint64_t	full_counted;	/* step 4: a pair holding fp */
+	uint64_t	full_made_room; /* step 4: a copy counted to make room */
 	uint64_t	victims;		/* walks that parked a victim */
 } ref_table;
 
 typedef enum
 {
 	REF_ADDED,
-	REF_WOULD_COUNT,			/* step 3 applies: outside this model */
 	REF_FULL
 } ref_outcome;
+
+/* The counter entry of (bucket, fp), or NULL. */
+static ref_counter *
+ref_counter_of(ref_table *r, uint64_t bucket, uint32_t fp)
+{
+	uint32_t	i;
+
+	for (i = 0; i < r->ncounters; i++)
+		if (r->counters[i].bucket == bucket && r->counters[i].fp == fp)
+			return &r->counters[i];
+	return NULL;
+}
+
+/* One more copy of fp counted for the pair whose lower bucket is bucket. */
+static void
+ref_count(ref_table *r, uint64_t bucket, uint32_t fp)
+{
+	ref_counter *c = ref_counter_of(r, bucket, fp);
+
+	if (c == NULL)
+	{
+		if (r->ncounters == REF_MAX_COUNTERS)
+			abort();
+		c = &r->counters[r->ncounters++];
+		c->bucket = bucket;
+		c->fp = fp;
+		c->count = 0;
+	}
+	c->count++;
+	r->counted++;
+}
+
+/* Copies of fp among the four slots of bucket b. */
+static unsigned
+ref_copies_in(const ref_table *r, uint64_t b, uint32_t fp)
+{
+	unsigned	s,
+				n = 0;
+
+	for (s = 0; s < 4; s++)
+		n += raw_slot(r->words, b, s, r->f) == fp;
+	return n;
+}
 
 static uint64_t
 ref_next(uint64_t *state)
@@ -1116,12 +1176,46 @@ ref_add(ref_table *r, uint64_t h)
 		a[i] = ref_alternate(src[i], e[i], r->nb, 0);
 		same += e[i] == fp;
 	}
-	/* 3: a pair of nothing but fp counts the copy instead */
-	if (same == 8)
-		return REF_WOULD_COUNT;
-	/* 4: the victim slot is taken */
+	/* 3: a counter of the pair, or a pair of nothing but fp, counts it */
+	if (ref_counter_of(r, b1 < b2 ? b1 : b2, fp) != NULL || same == 8)
+	{
+		ref_count(r, b1 < b2 ? b1 : b2, fp);
+		r->by_step[3]++;
+		return REF_ADDED;
+	}
+	/* 4: the victim slot is taken: full */
 	if (r->victim_fp != 0)
+	{
+		uint64_t	grow = r->items >= 2 * r->nb ? 2 * r->nb : r->nb;
+
+		/* no section yet, and the growth table is shorter than one */
+		if (r->ncounters == 0 && ref_table_bytes(grow, f) < 16 * 24)
+			return REF_FULL;
+		/* a pair holding fp, in a slot or as its victim, counts it */
+		if (same > 0 || (r->victim_fp == fp &&
+						 (r->victim_bucket == b1 || r->victim_bucket == b2)))
+		{
+			ref_count(r, b1 < b2 ? b1 : b2, fp);
+			r->full_counted++;
+			return REF_ADDED;
+		}
+		/* the first slot whose fingerprint fills 3 slots of its own pair */
+		for (i = 0; i < (b2 == b1 ? 4u : 8u); i++)
+		{
+			unsigned	copies = ref_copies_in(r, src[i], e[i]);
+
+			if (a[i] != src[i])
+				copies += ref_copies_in(r, a[i], e[i]);
+			if (copies >= 3)
+			{
+				ref_count(r, src[i] < a[i] ? src[i] : a[i], e[i]);
+				raw_put_slot(r->words, src[i], i % 4, f, fp);
+				r->full_made_room++;
+				return REF_ADDED;
+			}
+		}
 		return REF_FULL;
+	}
 
 	/* 5: at most two moves, breadth first */
 	for (i = 0; i < 8; i++)
@@ -1179,26 +1273,89 @@ ref_add(ref_table *r, uint64_t h)
 	return REF_ADDED;
 }
 
-/* The core's table 0 against the model, byte for byte. */
+/*
+ * The core's table 0 against the model, byte for byte, and its counter
+ * section: every model entry found (by a scan of the entries, read by
+ * offset) with its count, and no other.
+ */
 static bool
 ref_agrees(const cf *c, const ref_table *r)
 {
 	amq_cuckoo_table tb;
+	const uint8_t *section = c->buf + c->v.tables_end;
+	uint32_t	counters = c->v.counters;
+	uint32_t	used = 0;
+	uint32_t	i;
 
 	amq_cuckoo_table_at(&c->v, 0, &tb);
-	return memcmp(tb.words, r->words, 8 * ref_words(r->nb, r->f)) == 0 &&
-		tb.items == r->items && tb.victim_fp == r->victim_fp &&
-		tb.victim_bucket == r->victim_bucket;
+	if (memcmp(tb.words, r->words, 8 * ref_words(r->nb, r->f)) != 0 ||
+		tb.items != r->items || tb.victim_fp != r->victim_fp ||
+		tb.victim_bucket != r->victim_bucket ||
+		c->v.items != r->items + r->counted)
+		return false;
+	/* the counter section's entries, at 24 bytes each (FORMAT.md) */
+	for (i = 0; i < counters; i++)
+	{
+		const uint8_t *e = section + (size_t) i * 24;
+		uint64_t	count = peek_u64(e + 8);
+		ref_counter *rc;
+
+		if (count == 0)
+			continue;
+		used++;
+		rc = ref_counter_of((ref_table *) r, peek_u64(e), peek_u32(e + 16));
+		if (rc == NULL || rc->count != count || e[20] != 0)
+			return false;
+	}
+	return used == r->ncounters;
 }
 
 /*
- * The whole add of FORMAT.md (steps 1 and 4 to 7) against the core, one
- * value at a time and in batches: a one-table filter filled until it is
- * full, so that the search of step 5 (both levels), the eviction walk of
- * step 6 and a parked victim all happen, with the bytes, the item count
- * and the victim compared after every add (every batch).  The placement
- * rule test checks step 1 alone; this one is what keeps the document's
- * later steps true to the code.
+ * Adds hashes[0 .. n) to the core, one by one or as one batch, growing the
+ * counter section when the core asks for it (as amq_cuckoo_add_growing
+ * does), but never adding a table: AMQ_FULL otherwise.
+ */
+static amq_status
+core_add_no_table(cf *c, const uint64_t *hashes, size_t n, bool batched)
+{
+	size_t		done = 0;
+
+	while (done < n)
+	{
+		size_t		added = 0;
+		amq_status	st;
+
+		if (batched)
+			st = amq_cuckoo_add_many(&c->v, hashes + done, n - done, FAMILY_A, &added);
+		else if ((st = amq_cuckoo_add(&c->v, hashes[done], FAMILY_A)) == AMQ_OK)
+			added = 1;
+		done += added;
+		if (st == AMQ_FULL && c->v.grow_counters)
+		{
+			size_t		need = amq_cuckoo_growth_bytes(&c->v);
+
+			if (!cf_move(c, need))
+				return AMQ_ERR_TOO_LARGE;
+			c->v.grow_counters = true;	/* reopening forgot it */
+			amq_cuckoo_grow(&c->v);
+			continue;
+		}
+		if (st != AMQ_OK)
+			return st;
+	}
+	return AMQ_OK;
+}
+
+/*
+ * The whole add of FORMAT.md (steps 1 to 7) against the core, one value at
+ * a time and in batches: a one-table filter filled until it is full, a
+ * quarter of the adds copies of 16 hot values, so that counted copies
+ * (step 3, and step 4 where the filter is full, both ways), the search of
+ * step 5 (both levels), the eviction walk of step 6 and a parked victim all
+ * happen, with the bytes, the counters, the item count and the victim
+ * compared after every add (every batch).  The placement rule test checks
+ * step 1 alone; this one is what keeps the document's later steps true to
+ * the code.
  */
 static void
 test_reference_add(void)
@@ -1207,6 +1364,8 @@ test_reference_add(void)
 	const uint64_t nb = 300;
 	uint64_t	totals[8] = {0};
 	uint64_t	victims = 0;
+	uint64_t	full_counted = 0;
+	uint64_t	full_made_room = 0;
 	size_t		w;
 
 	for (w = 0; w < sizeof(widths) / sizeof(widths[0]); w++)
@@ -1217,80 +1376,92 @@ test_reference_add(void)
 		{
 			uint32_t	f = widths[w];
 			cf			c;
-			ref_table	r;
+			ref_table  *r = xmalloc(sizeof(ref_table));
 			uint64_t	s = 4242 + f;
+			uint64_t	hot[16];
 			uint64_t	hashes[37];
 			bool		done_all = false;
 			unsigned	k;
 
 			if (!cf_make_geom(&c, nb, f))
+			{
+				free(r);
 				continue;
-			memset(&r, 0, sizeof(r));
-			r.nb = nb;
-			r.f = f;
-			r.words = xmalloc(8 * ref_words(nb, f));
-			memset(r.words, 0, 8 * ref_words(nb, f));
+			}
+			memset(r, 0, sizeof(*r));
+			r->nb = nb;
+			r->f = f;
+			r->words = xmalloc(8 * ref_words(nb, f));
+			memset(r->words, 0, 8 * ref_words(nb, f));
+			for (k = 0; k < 16; k++)
+				hot[k] = splitmix64(&s);
 
 			while (!done_all)
 			{
 				size_t		n = batched ? 37 : 1;
 				size_t		added = n;
-				size_t		core_done = 0;
-				amq_status	want = AMQ_OK;
 				amq_status	st;
 
 				for (k = 0; k < n; k++)
-					hashes[k] = splitmix64(&s);
+				{
+					uint64_t	x = splitmix64(&s);
+
+					hashes[k] = x % 4 == 0 ? hot[(x >> 8) % 16] : splitmix64(&s);
+				}
 				for (k = 0; k < n; k++)
 				{
-					ref_outcome o = ref_add(&r, hashes[k]);
-
-					if (o != REF_ADDED)
+					if (ref_add(r, hashes[k]) != REF_ADDED)
 					{
 						added = k;
-						want = AMQ_FULL;
 						done_all = true;
-						if (o == REF_WOULD_COUNT)
-							diag("f=%u: a pair of one fingerprint, step 3 (not modelled): stopped", f);
 						break;
 					}
 				}
-				if (batched)
-					st = amq_cuckoo_add_many(&c.v, hashes, added, FAMILY_A, &core_done);
-				else if (added == 1)
-					st = amq_cuckoo_add(&c.v, hashes[0], FAMILY_A);
-				else
-					st = AMQ_OK;
+				st = core_add_no_table(&c, hashes, added, batched);
 				CHECK_STATUS(st, AMQ_OK);
-				if (want == AMQ_FULL && r.victim_fp != 0)
+				if (done_all)
 				{
 					/* the value the model found no room for: the core is full too */
-					if (batched)
-						st = amq_cuckoo_add_many(&c.v, hashes + added, 1, FAMILY_A, &core_done);
-					else
-						st = amq_cuckoo_add(&c.v, hashes[added], FAMILY_A);
+					CHECK(r->victim_fp != 0);
+					st = core_add_no_table(&c, hashes + added, 1, batched);
 					CHECK_STATUS(st, AMQ_FULL);
 				}
-				if (!ref_agrees(&c, &r))
+				if (!ref_agrees(&c, r))
 				{
 					diag("f=%u %s: the core's bytes left FORMAT.md's after %llu items",
-						 f, batched ? "add_many" : "add", (unsigned long long) r.items);
+						 f, batched ? "add_many" : "add",
+						 (unsigned long long) (r->items + r->counted));
 					CHECK(false);
 					break;
 				}
 			}
-			CHECK(r.items > 4 * nb * 95 / 100);
+			/*
+			 * Filled to near its design load, unless a walk between hot
+			 * values' shared pairs parked the victim early: a table whose
+			 * victim slot is taken is full for any value that must evict.
+			 */
+			if (r->items <= 4 * nb * 95 / 100)
+				diag("f=%u %s: full at %llu items", f,
+					 batched ? "add_many" : "add", (unsigned long long) r->items);
+			CHECK(r->items > 4 * nb / 2);
 			for (k = 0; k < 8; k++)
-				totals[k] += r.by_step[k];
-			victims += r.victims;
-			free(r.words);
+				totals[k] += r->by_step[k];
+			victims += r->victims;
+			full_counted += r->full_counted;
+			full_made_room += r->full_made_room;
+			free(r->words);
+			free(r);
 			cf_free(&c);
 		}
 	}
-	diag("adds by step: 1: %llu, 5: %llu, 6: %llu; victims parked: %llu",
-		 (unsigned long long) totals[1], (unsigned long long) totals[5],
-		 (unsigned long long) totals[6], (unsigned long long) victims);
+	diag("adds by step: 1: %llu, 3: %llu, 4 (counted: %llu, made room: %llu), "
+		 "5: %llu, 6: %llu; victims parked: %llu",
+		 (unsigned long long) totals[1], (unsigned long long) totals[3],
+		 (unsigned long long) full_counted, (unsigned long long) full_made_room,
+		 (unsigned long long) totals[5], (unsigned long long) totals[6],
+		 (unsigned long long) victims);
 	/* every step ran, or the comparison proved less than it claims */
+	CHECK(totals[3] > 0 && full_counted > 0 && full_made_room > 0);
 	CHECK(totals[5] > 0 && totals[6] > 0 && victims > 0);
 }
 

@@ -265,11 +265,16 @@ extern void amq_cuckoo_table_at(const amq_cuckoo_view *view, uint32_t t,
 
 /*
  * Adds a value.  Tries a free slot in the value's two buckets of the last
- * table, then of the others in order; then, when the value's pair in some
- * table holds nothing but copies of its fingerprint, counts one more copy
- * there in the counter section; then evicts (at most AMQ_CUCKOO_MAX_KICKS
- * times) in the last table if its victim slot is free, parking the last
- * evicted fingerprint there if the walk does not end.  Returns AMQ_OK, or
+ * table, then of the others in order; then, when the value has a counter or
+ * its pair in some table holds nothing but copies of its fingerprint,
+ * counts one more copy there in the counter section; then evicts (at most
+ * AMQ_CUCKOO_MAX_KICKS times) in the last table if its victim slot is free,
+ * parking the last evicted fingerprint there if the walk does not end.  If
+ * the victim slot is taken, the filter is full: the copy is counted if the
+ * value's pair in some table holds a copy of its fingerprint, whatever else
+ * it holds, or else one of at least three copies of another fingerprint in
+ * its pair of the last table is counted and the value takes its slot.
+ * Returns AMQ_OK, or
  * AMQ_FULL with the filter unchanged when it needs a new table or a larger
  * counter section: the caller then grows it (amq_cuckoo_growth_bytes,
  * amq_cuckoo_grow) and adds again, as amq_cuckoo_add_growing does.
@@ -307,10 +312,10 @@ extern void amq_cuckoo_append_table(amq_cuckoo_view *view, uint64_t buckets);
  * What to do after amq_cuckoo_add said AMQ_FULL: the buffer size the growth
  * needs (more than AMQ_CUCKOO_MAX_BYTES when it cannot be), and the growth
  * itself, in a buffer of at least that size.  The growth is the table
- * amq_cuckoo_growth_buckets asks for, or, when the value that did not fit is
- * one whose bucket pair is all copies of it, a counter section twice as
- * large (which needs room for the old one and the new one while it is
- * rebuilt).
+ * amq_cuckoo_growth_buckets asks for, or, when the copy that did not fit is
+ * to be counted and the counter section has no room for its entry, a
+ * counter section twice as large (which needs room for the old one and the
+ * new one while it is rebuilt).
  */
 extern size_t amq_cuckoo_growth_bytes(const amq_cuckoo_view *view);
 extern void amq_cuckoo_grow(amq_cuckoo_view *view);

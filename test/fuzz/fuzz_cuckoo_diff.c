@@ -14,7 +14,10 @@
  *	                   (else probe it)
  *	op 2 (0x80..0xbf)  probe the key
  *	op 3 (0xc0..0xff)  keys 0..7: union with a filter built from the same
- *	                   multiset (every multiplicity doubles); else add
+ *	                   multiset (every multiplicity doubles); keys 8..63:
+ *	                   a burst, 8 * (key / 8) copies of key mod 8, so that
+ *	                   a few values get many copies while the other keys'
+ *	                   fingerprints share their buckets
  *
  * The same operations run on a cuckoo filter (growing as the glue does, with
  * amq_cuckoo_add_growing; a filter that would pass LIMIT_BYTES ends the run)
@@ -22,7 +25,12 @@
  * operation:
  *	- no false negative: may_contain is true and count >= the true
  *	  multiplicity for the key touched (and for every key after a union, a
- *	  growth and at the end);
+ *	  growth and at the end), and count = the multiplicity exactly for a
+ *	  key that shares its fingerprint and bucket pair with no other key;
+ *	- adding a key that is already present never adds a table: its copies
+ *	  are counted once its pair is full, whatever shares its buckets (but
+ *	  for one table in a filter without counters whose growth table is
+ *	  shorter than a counter section: it grows instead);
  *	- delete of a present key succeeds;
  *	- view.items equals the multiset's total;
  *	- the filter still passes amq_cuckoo_open on exactly view.bytes.
@@ -37,6 +45,14 @@
 #define LIMIT_UNION		1024			/* no union past this many items */
 
 static const double rates[] = {0.5, 0.5, 0.3, 0.25, 0.1, 0.01, 0.001, 1e-6};
+
+/*
+ * Keys that share fingerprint and first-table bucket pair with another key
+ * of this run's geometry: their counts may exceed their multiplicity.
+ * Values that share them in a larger table share them in the first (tables
+ * nest), so the others are exact in every table.
+ */
+static bool collides[NKEYS];
 
 typedef struct filter
 {
@@ -127,11 +143,21 @@ reserve_for_merge(void *ctx, size_t need)
 	return nbuf;
 }
 
-/* Adds one hash, growing when full; false when growth would pass the limit. */
+/*
+ * Adds one hash, growing when full; false when growth would pass the limit.
+ * A hash reported present already (its fingerprint is in its pair in some
+ * table, or counted) must not need a table: its copy is counted if there is
+ * no room, unless the filter has no counter section and a growth table
+ * would be shorter than one (FORMAT.md, step 4 of adding).
+ */
 static bool
 filter_add(filter *f, uint64_t hash)
 {
 	uint32_t	tables = f->v.tables;
+	bool		present = amq_cuckoo_may_contain(&f->v, hash);
+	bool		tiny = f->v.counters == 0 &&
+		amq_cuckoo_table_bytes(amq_cuckoo_growth_buckets(&f->v), f->v.fp_bits) <
+		(size_t) AMQ_CUCKOO_MIN_COUNTERS * AMQ_CUCKOO_COUNTER_SIZE;
 	size_t		done = 0;
 	amq_status	st = amq_cuckoo_add_growing(&f->v, &hash, 1, 7,
 											reserve_within_limit, f, &done);
@@ -142,9 +168,37 @@ filter_add(filter *f, uint64_t hash)
 		return false;
 	}
 	FUZZ_CHECK(st == AMQ_OK && done == 1);
+	if (present)
+		FUZZ_CHECK(f->v.tables == tables || (tiny && f->v.tables == tables + 1));
 	if (f->v.tables != tables)
 		reopen(f);
 	return true;
+}
+
+static void
+mark_collisions(const filter *f)
+{
+	uint64_t	pair[NKEYS][2];
+	uint32_t	fp[NKEYS];
+	unsigned	i,
+				j;
+
+	for (i = 0; i < NKEYS; i++)
+	{
+		uint64_t	h = key_hash(i);
+		uint64_t	b1 = amq_cuckoo_index(h, f->v.base_buckets);
+
+		fp[i] = amq_cuckoo_fingerprint(h, f->v.fp_bits);
+		pair[i][0] = b1;
+		pair[i][1] = amq_cuckoo_alternate(b1, fp[i], f->v.base_buckets, 0);
+		collides[i] = false;
+	}
+	for (i = 0; i < NKEYS; i++)
+		for (j = i + 1; j < NKEYS; j++)
+			if (fp[i] == fp[j] &&
+				((pair[i][0] == pair[j][0] && pair[i][1] == pair[j][1]) ||
+				 (pair[i][0] == pair[j][1] && pair[i][1] == pair[j][0])))
+				collides[i] = collides[j] = true;
 }
 
 static void
@@ -153,13 +207,13 @@ check_key(const filter *f, const uint32_t *cnt, unsigned key)
 	uint64_t	h = key_hash(key);
 
 	if (cnt[key] > 0)
-	{
 		FUZZ_CHECK(amq_cuckoo_may_contain(&f->v, h));
+	if (collides[key])
 		FUZZ_CHECK(amq_cuckoo_count(&f->v, h) >= cnt[key]);
-	}
 	else
-		FUZZ_CHECK(amq_cuckoo_may_contain(&f->v, h) ==
-				   (amq_cuckoo_count(&f->v, h) > 0));
+		FUZZ_CHECK(amq_cuckoo_count(&f->v, h) == cnt[key]);
+	FUZZ_CHECK(amq_cuckoo_may_contain(&f->v, h) ==
+			   (amq_cuckoo_count(&f->v, h) > 0));
 }
 
 static void
@@ -188,6 +242,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = 1 + data[0] % 24;
 	p = rates[data[1] % (sizeof(rates) / sizeof(rates[0]))];
 	filter_new(&a, n, p);
+	mark_collisions(&a);
 
 	for (i = 2; i < size; i++)
 	{
@@ -198,7 +253,26 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (op == 1 && cnt[key] == 0)
 			op = 2;
 		if (op == 3 && key >= 8)
-			op = 0;
+		{
+			unsigned	copies = 8 * (key / 8);
+			unsigned	c;
+
+			key %= 8;
+			h = key_hash(key);
+			for (c = 0; c < copies; c++)
+			{
+				if (!filter_add(&a, h))
+					break;
+				cnt[key]++;
+				total++;
+			}
+			if (c < copies)
+				break;
+			FUZZ_CHECK(a.v.items == total);
+			reopen(&a);
+			check_key(&a, cnt, key);
+			continue;
+		}
 
 		if (op == 0)
 		{
