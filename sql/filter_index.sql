@@ -122,6 +122,73 @@ SELECT count(*) FROM fg WHERE k = 5;
 RESET enable_seqscan;
 
 --
+-- Every write path is in the index right after it, and in the writing
+-- transaction itself; DDL that rewrites or renames keeps answers right
+--
+CREATE TABLE fw (id int8 PRIMARY KEY, k int8, tag text) PARTITION BY RANGE (id);
+CREATE TABLE fw_1 PARTITION OF fw FOR VALUES FROM (0) TO (1000);
+CREATE TABLE fw_2 PARTITION OF fw FOR VALUES FROM (1000) TO (2000);
+-- even ids: the odd ones are free for new rows
+INSERT INTO fw SELECT 2 * g, 2 * g, 'seed' FROM generate_series(0, 999) g;
+CREATE INDEX fw_k ON fw USING amqfilter (k);
+-- rows of fw with k = v, through the filter index only
+CREATE FUNCTION fw_found(v int8) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	n bigint;
+BEGIN
+	SET LOCAL enable_seqscan = off;
+	SELECT count(*) INTO n FROM fw WHERE k = v;
+	RETURN n;
+END $$;
+BEGIN;
+INSERT INTO fw VALUES (10, 900001, 'insert') ON CONFLICT (id) DO UPDATE SET k = EXCLUDED.k;
+SELECT fw_found(900001) AS own_upsert;
+COMMIT;
+SELECT fw_found(900001) AS upsert;
+INSERT INTO fw VALUES (1500, 900002, 'conflict') ON CONFLICT (id) DO UPDATE SET k = EXCLUDED.k;
+SELECT fw_found(900002) AS upsert_conflict;
+COPY fw FROM STDIN;
+1997	900004	copy
+\.
+SELECT fw_found(900004) AS copy;
+UPDATE fw SET id = 1901, k = 900005 WHERE id = 20;     -- moves to fw_2
+SELECT fw_found(900005) AS update_moving;
+MERGE INTO fw t USING (VALUES (30, 900006), (1999, 900007)) s(id, k) ON t.id = s.id
+	WHEN MATCHED THEN UPDATE SET k = s.k
+	WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.k, 'merge');
+SELECT fw_found(900006) AS merge_1, fw_found(900007) AS merge_2;
+BEGIN;
+INSERT INTO fw VALUES (41, 900008, 'own');
+SELECT fw_found(900008) AS own_insert;
+SAVEPOINT s;
+INSERT INTO fw VALUES (43, 900009, 'rolled back');
+ROLLBACK TO SAVEPOINT s;
+SELECT fw_found(900009) AS rolled_back;
+COMMIT;
+-- a rewrite with new values, a type change, a rename, VACUUM FULL, TRUNCATE
+ALTER TABLE fw ALTER COLUMN k TYPE int8 USING k + 1000000;
+SELECT fw_found(1900008) AS rewritten;
+ALTER TABLE fw ALTER COLUMN k TYPE numeric;
+SELECT count(*) FROM fw WHERE k = 1900008;
+ALTER TABLE fw ALTER COLUMN k TYPE int8;
+ALTER TABLE fw RENAME COLUMN k TO k2;
+ALTER TABLE fw RENAME COLUMN tag TO k;
+ALTER TABLE fw RENAME COLUMN k2 TO tag;
+SET enable_seqscan = off;
+SELECT count(*) FROM fw WHERE tag = 1900008;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM fw WHERE tag = 1900008;
+RESET enable_seqscan;
+VACUUM FULL fw_1;
+TRUNCATE fw_2;
+INSERT INTO fw VALUES (1234, 777, 'after truncate');
+SET enable_seqscan = off;
+SELECT count(*) FROM fw WHERE tag = 1900008;
+SELECT count(*) FROM fw WHERE tag = 777;
+RESET enable_seqscan;
+DROP FUNCTION fw_found(int8);
+DROP TABLE fw;
+
+--
 -- Collations: the index hashes under the column's, nondeterministic too
 --
 CREATE COLLATION fi_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);

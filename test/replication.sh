@@ -38,6 +38,7 @@ run_psql -q -c "
 	CREATE TABLE orders_1 PARTITION OF orders FOR VALUES FROM (0) TO (1000);
 	CREATE TABLE orders_2 PARTITION OF orders FOR VALUES FROM (1000) TO (2000);
 	INSERT INTO orders SELECT g, g FROM generate_series(0, 1998, 2) g;
+	CREATE INDEX orders_c ON orders USING amqfilter (c);
 	SELECT count(*) FROM bloom_partition_build('orders', 'c');" >/dev/null
 run_psql -q -c "CREATE SUBSCRIPTION orders_sub CONNECTION '$PUB' PUBLICATION orders_pub
 	WITH (copy_data = false)"
@@ -71,6 +72,19 @@ for v in 777777 888888; do
 		pass "replication: bloom_partition_lookup finds the replicated value $v"
 	else
 		fail "replication: bloom_partition_lookup finds the replicated value $v ($found rows)"
+	fi
+	# the filter index of the partition the row went to, and a plain query
+	# that can only read the tables through it
+	found=$(run_psql -q -At -c "SET enable_seqscan = off" -c "SET enable_indexscan = off" \
+		-c "SELECT count(*) FROM orders WHERE c = $v" \
+		-c "SELECT bool_or(bloom_index_contains(i.indexrelid::regclass, $v::int8))
+			FROM pg_inherits h JOIN pg_index i ON i.indrelid = h.inhrelid
+			JOIN pg_class x ON x.oid = i.indexrelid JOIN pg_am a ON a.oid = x.relam
+			WHERE h.inhparent = 'orders'::regclass AND a.amname = 'amqfilter'" | paste -sd' ') || true
+	if [ "$found" = "1 t" ]; then
+		pass "replication: the filter index holds the replicated value $v"
+	else
+		fail "replication: the filter index holds the replicated value $v ($found)"
 	fi
 done
 

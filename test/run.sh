@@ -7,8 +7,10 @@
 # the extension (any compiler warning fails the build), runs the core unit tests plain
 # and under ASan/UBSan, then the pg_regress suite against a throwaway cluster, the
 # dump/restore and COPY round trips (test/roundtrip.sh), the in-place upgrade from
-# every older version (test/upgrade.sh), partition filters on a logical
-# replication subscriber (test/replication.sh), filters across restores and schema moves
+# every older version (test/upgrade.sh), partition filters and the filter index on a
+# logical replication subscriber (test/replication.sh), the filter index through
+# a streaming standby, a crash and concurrent writers (test/index_wal.sh), filters
+# across restores and schema moves
 # (test/identity.sh), filters across a coordinator and two shards through
 # postgres_fdw (test/sharded.sh), the pg_regress suite again
 # against an ASan/UBSan build of the extension (test/sanitize.sh), and the fuzz
@@ -94,6 +96,7 @@ main() {
 		run_step roundtrip bash "$AMQ_ROOT/test/roundtrip.sh" || true
 		run_step upgrade bash "$AMQ_ROOT/test/upgrade.sh" || true
 		run_step replication bash "$AMQ_ROOT/test/replication.sh" || true
+		run_step index_wal bash "$AMQ_ROOT/test/index_wal.sh" || true
 		run_step identity bash "$AMQ_ROOT/test/identity.sh" || true
 		run_step sharded bash "$AMQ_ROOT/test/sharded.sh" || true
 		# bounded: a sanitizer runtime that hangs must not stall the suite
@@ -103,6 +106,7 @@ main() {
 		skip_step roundtrip "the extension did not build or install"
 		skip_step upgrade "the extension did not build or install"
 		skip_step replication "the extension did not build or install"
+		skip_step index_wal "the extension did not build or install"
 		skip_step identity "the extension did not build or install"
 		skip_step sharded "the extension did not build or install"
 		skip_step sanitize "the extension did not build or install"
