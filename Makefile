@@ -23,7 +23,8 @@ CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c \
 GLUE_SRCS = src/amqfilter.c src/filter_access.c src/hashing.c src/filter_io.c \
 	src/filter_agg.c src/filter_selectivity.c src/bloom_type.c src/bloom_ops.c src/bloom_agg.c \
 	src/cuckoo_type.c src/cuckoo_ops.c src/cuckoo_agg.c src/partition_track.c \
-	src/filter_index.c src/filter_index_build.c src/filter_index_scan.c \
+	src/filter_index.c src/filter_index_build.c src/filter_index_insert.c \
+	src/filter_index_scan.c \
 	src/partition_filter.c
 OBJS = $(CORE_SRCS:.c=.o) $(GLUE_SRCS:.c=.o)
 

@@ -445,6 +445,7 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 						format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid)),
 				 errhint("Cast the value to %s.",
 						 format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid))));
+	amq_index_flush(indexoid);
 	amq_index_read_meta(index, &meta);
 	maybe = amq_index_may_contain(index, &meta,
 								  amq_index_hash(proc, index->rd_indcollation[0],
@@ -474,6 +475,7 @@ amqfilter_index_info(PG_FUNCTION_ARGS)
 	Datum		out[6];
 	bool		nulls[6] = {false, false, false, false, false, false};
 
+	amq_index_flush(RelationGetRelid(index));
 	amq_index_read_meta(index, &meta);
 	for (i = 0; i < meta.ngens; i++)
 	{

@@ -15,7 +15,8 @@
  * Prototypes are grouped by the file that defines them:
  *	filter_index.c			the handler, options, metapage, validation, and
  *							the SQL functions around the index
- *	filter_index_build.c	building, inserting and growing
+ *	filter_index_build.c	building, and writing new pages
+ *	filter_index_insert.c	inserting, in batches, and growing
  *	filter_index_scan.c		probing, scans and the planner's cost estimate
  */
 #ifndef FILTER_INDEX_H
@@ -118,6 +119,15 @@ extern double amq_index_option_fpr(Relation index);
 extern IndexBuildResult *amq_index_build(Relation heap, Relation index,
 										 struct IndexInfo *indexInfo);
 extern void amq_index_buildempty(Relation index);
+extern uint64 amq_index_hash(FmgrInfo *proc, Oid collation, Datum value);
+extern void amq_index_write_new_page(Relation index, BlockNumber expected,
+									 Page contents);
+extern void amq_index_write_empty_gen(Relation index, BlockNumber first,
+									  const AmqIndexGen *g, uint16 gen);
+extern void amq_index_size_gen(Relation index, uint64 capacity, double p,
+							   unsigned gen, BlockNumber first, AmqIndexGen *out);
+
+/* filter_index_insert.c */
 extern bool amq_index_insert(Relation index, Datum *values, bool *isnull,
 							 ItemPointer ht_ctid, Relation heapRel,
 							 IndexUniqueCheck checkUnique,
@@ -125,7 +135,7 @@ extern bool amq_index_insert(Relation index, Datum *values, bool *isnull,
 							 bool indexUnchanged,
 #endif
 							 struct IndexInfo *indexInfo);
-extern uint64 amq_index_hash(FmgrInfo *proc, Oid collation, Datum value);
+extern void amq_index_flush(Oid indexoid);
 
 /* filter_index_scan.c */
 extern bool amq_index_may_contain(Relation index, const AmqIndexMeta *meta,

@@ -1,6 +1,7 @@
 /*
  * filter_index_build.c
- *		Building an amqfilter index, inserting into it, and growing it.
+ *		Building an amqfilter index, and writing the pages of a new one or
+ *		of a new generation.
  *
  * A build sizes the filter from what it sees: it hashes every value of the
  * column into a sort (tuplesort, so memory stays within
@@ -10,25 +11,7 @@
  * position of a key's block is monotonic in its hash (fastrange), so the
  * sorted hashes fill the pages one after the other, each written once.
  *
- * An insert sets the key's bits in the newest generation, under the
- * page's exclusive lock, WAL-logged with generic WAL (a standby replays it,
- * crash recovery redoes it).  A key whose bits are all set already changes
- * nothing and writes no WAL: duplicates, and most of a COPY into a table
- * whose index has seen its values, cost a page lock and a test.
- *
- * Growth.  When the key's page is full (core/amq_bloom_paged.h), the insert
- * reads the metapage: if a newer generation exists (another backend grew
- * the index), it goes there; if not, it adds one, AMQ_PAGED_GROWTH times
- * larger at a smaller share of the rate, under the metapage's exclusive
- * lock: new pages first, each WAL-logged whole, then the metapage that
- * points at them.  A crash between the two leaves unreferenced pages at the
- * end, which the next growth skips.  Scans read the metapage every time, so
- * they see every generation that holds a key of a row they can see: the
- * key's row became visible only after its insert, which came after the
- * growth that made its generation.  Inserts keep a copy of the generations
- * per statement and refresh it only at a full page: an insert with a stale
- * copy puts its key in an older generation, whose pages stop at their
- * limit just the same, and which every scan still probes.
+ * Inserts and growth are filter_index_insert.c's.
  */
 #include "postgres.h"
 
@@ -64,8 +47,8 @@ amq_index_hash(FmgrInfo *proc, Oid collation, Datum value)
 }
 
 /* Adds a new page at the end of the index, WAL-logged whole. */
-static void
-write_new_page(Relation index, BlockNumber expected, Page contents)
+void
+amq_index_write_new_page(Relation index, BlockNumber expected, Page contents)
 {
 	Buffer		buf = ReadBuffer(index, P_NEW);
 	GenericXLogState *state;
@@ -83,8 +66,8 @@ write_new_page(Relation index, BlockNumber expected, Page contents)
 }
 
 /* Writes an empty generation's pages from block first on. */
-static void
-write_empty_gen(Relation index, BlockNumber first, const AmqIndexGen *g,
+void
+amq_index_write_empty_gen(Relation index, BlockNumber first, const AmqIndexGen *g,
 				uint16 gen)
 {
 	PGAlignedBlock page;
@@ -94,7 +77,7 @@ write_empty_gen(Relation index, BlockNumber first, const AmqIndexGen *g,
 	for (i = 0; i < g->npages; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		write_new_page(index, first + i, page.data);
+		amq_index_write_new_page(index, first + i, page.data);
 	}
 }
 
@@ -152,8 +135,8 @@ init_meta(Page page, double p, uint64 distinct, uint64 values,
 }
 
 /* Sizes a generation, or errors naming the index. */
-static void
-size_gen(Relation index, uint64 capacity, double p, unsigned gen,
+void
+amq_index_size_gen(Relation index, uint64 capacity, double p, unsigned gen,
 		 BlockNumber first, AmqIndexGen *out)
 {
 	amq_paged_gen g;
@@ -226,11 +209,11 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 			CHECK_FOR_INTERRUPTS();
 	}
 
-	size_gen(index, (uint64) ceil((double) distinct * AMQ_INDEX_HEADROOM), p, 0,
+	amq_index_size_gen(index, (uint64) ceil((double) distinct * AMQ_INDEX_HEADROOM), p, 0,
 			 AMQ_INDEX_METAPAGE + 1, &gen);
 	amq_index_geometry(&gen, &geometry);
 	init_meta(meta.data, p, distinct, state.values, &gen);
-	write_new_page(index, AMQ_INDEX_METAPAGE, meta.data);
+	amq_index_write_new_page(index, AMQ_INDEX_METAPAGE, meta.data);
 
 	/* the pages in order, each filled from the sorted hashes */
 	tuplesort_rescan(state.sort);
@@ -248,7 +231,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		amq_paged_locate(&geometry, hash, &target, &block);
 		while (cur < target)
 		{
-			write_new_page(index, gen.first + cur, page.data);
+			amq_index_write_new_page(index, gen.first + cur, page.data);
 			amq_index_init_page(page.data, 0);
 			cur++;
 		}
@@ -258,7 +241,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	}
 	for (pg = cur; pg < gen.npages; pg++)
 	{
-		write_new_page(index, gen.first + pg, page.data);
+		amq_index_write_new_page(index, gen.first + pg, page.data);
 		amq_index_init_page(page.data, 0);
 	}
 	tuplesort_end(state.sort);
@@ -281,7 +264,7 @@ amq_index_buildempty(Relation index)
 	AmqIndexGen gen;
 	int			i;
 
-	size_gen(index, 1, p, 0, AMQ_INDEX_METAPAGE + 1, &gen);
+	amq_index_size_gen(index, 1, p, 0, AMQ_INDEX_METAPAGE + 1, &gen);
 	for (i = 0; i < 2; i++)
 	{
 		Buffer		buf = ReadBufferExtended(index, INIT_FORKNUM, P_NEW,
@@ -298,139 +281,4 @@ amq_index_buildempty(Relation index)
 		END_CRIT_SECTION();
 		UnlockReleaseBuffer(buf);
 	}
-}
-
-/*
- * ----------------------------------------------------------------
- * Insert and growth
- * ----------------------------------------------------------------
- */
-
-/* What an insert keeps for the rest of its statement. */
-typedef struct InsertState
-{
-	FmgrInfo   *proc;
-	AmqIndexMeta meta;
-} InsertState;
-
-/*
- * Gets the index a generation newer than the copy has, or adds one; under
- * the metapage's exclusive lock.  Refreshes the copy.
- */
-static void
-grow(Relation index, AmqIndexMeta *copy)
-{
-	Buffer		metabuf = ReadBuffer(index, AMQ_INDEX_METAPAGE);
-	AmqIndexMeta *meta;
-	AmqIndexGen gen;
-	GenericXLogState *state;
-	BlockNumber first;
-
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	meta = AmqIndexPageGetMeta(BufferGetPage(metabuf));
-	if (meta->ngens > copy->ngens || meta->ngens >= AMQ_PAGED_MAX_GENS)
-	{
-		UnlockReleaseBuffer(metabuf);
-		amq_index_read_meta(index, copy);
-		return;
-	}
-
-	LockRelationForExtension(index, ExclusiveLock);
-	first = RelationGetNumberOfBlocks(index);
-	size_gen(index, meta->gens[meta->ngens - 1].capacity * AMQ_PAGED_GROWTH,
-			 meta->p, meta->ngens, first, &gen);
-	write_empty_gen(index, first, &gen, (uint16) meta->ngens);
-	UnlockRelationForExtension(index, ExclusiveLock);
-
-	state = GenericXLogStart(index);
-	meta = AmqIndexPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
-	meta->gens[meta->ngens] = gen;
-	meta->ngens++;
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(metabuf);
-	amq_index_read_meta(index, copy);
-}
-
-/*
- * Sets the key's bits in generation i of the copy.  Returns false, having
- * changed nothing, if its page there is full.
- */
-static bool
-insert_into(Relation index, const AmqIndexMeta *meta, uint32 i, uint64 hash,
-			bool ignore_limit)
-{
-	const AmqIndexGen *g = &meta->gens[i];
-	amq_paged_gen geometry;
-	uint32		pg;
-	uint32		block;
-	uint64		h2 = amq_fmix64(hash);
-	Buffer		buf;
-	Page		page;
-	GenericXLogState *state;
-
-	amq_index_geometry(g, &geometry);
-	amq_paged_locate(&geometry, hash, &pg, &block);
-	buf = ReadBuffer(index, g->first + pg);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	page = BufferGetPage(buf);
-	if (amq_block_test(AmqIndexPageGetBlock(page, block), h2, g->hashes))
-	{
-		/* nothing to set: no change, no WAL */
-		UnlockReleaseBuffer(buf);
-		return true;
-	}
-	if (!ignore_limit && AmqIndexPageGetHeader(page)->nset >= g->fill_limit)
-	{
-		UnlockReleaseBuffer(buf);
-		return false;
-	}
-	state = GenericXLogStart(index);
-	page = GenericXLogRegisterBuffer(state, buf, 0);
-	AmqIndexPageGetHeader(page)->nset +=
-		amq_block_set(AmqIndexPageGetBlock(page, block), h2, g->hashes);
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(buf);
-	return true;
-}
-
-bool
-amq_index_insert(Relation index, Datum *values, bool *isnull,
-				 ItemPointer ht_ctid, Relation heapRel,
-				 IndexUniqueCheck checkUnique,
-#if PG_VERSION_NUM >= 140000
-				 bool indexUnchanged,
-#endif
-				 IndexInfo *indexInfo)
-{
-	InsertState *st = (InsertState *) indexInfo->ii_AmCache;
-	uint64		hash;
-
-	if (isnull[0])
-		return false;			/* NULL equals nothing: no key to add */
-	if (st == NULL)
-	{
-		MemoryContext old = MemoryContextSwitchTo(indexInfo->ii_Context);
-
-		st = palloc0(sizeof(InsertState));
-		st->proc = index_getprocinfo(index, 1, AMQ_INDEX_HASH_PROC);
-		amq_index_read_meta(index, &st->meta);
-		indexInfo->ii_AmCache = st;
-		MemoryContextSwitchTo(old);
-	}
-	hash = amq_index_hash(st->proc, index->rd_indcollation[0], values[0]);
-	for (;;)
-	{
-		uint32		newest = st->meta.ngens - 1;
-		bool		last = st->meta.ngens >= AMQ_PAGED_MAX_GENS;
-
-		/*
-		 * The last generation an index may have takes every key, past its
-		 * limit: its rate then rises above its share, never a "no" for a
-		 * key that is there.
-		 */
-		if (insert_into(index, &st->meta, newest, hash, last))
-			break;
-		grow(index, &st->meta);
-	}
-	return false;
 }

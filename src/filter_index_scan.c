@@ -242,6 +242,8 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	BlockNumber blk;
 	int			i;
 
+	/* this backend's own inserts first (filter_index_insert.c) */
+	amq_index_flush(RelationGetRelid(scan->indexRelation));
 	amq_index_read_meta(scan->indexRelation, &meta);
 	for (i = 0; i < scan->numberOfKeys; i++)
 		if (!key_may_match(scan, &meta, &scan->keyData[i]))
@@ -411,7 +413,7 @@ amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 					   double *indexPages)
 {
 	IndexOptInfo *index = path->indexinfo;
-	Relation	irel = index_open(index->indexoid, AccessShareLock);
+	Relation	irel;
 	AmqIndexMeta meta;
 	double		maybe = 1.0;
 	double		spc_random_page_cost;
@@ -419,6 +421,8 @@ amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	int			nkeys = 0;
 	ListCell   *lc;
 
+	amq_index_flush(index->indexoid);
+	irel = index_open(index->indexoid, AccessShareLock);
 	amq_index_read_meta(irel, &meta);
 	foreach(lc, path->indexclauses)
 	{
