@@ -379,8 +379,6 @@ open_index_checked(Oid indexoid, const char *fname)
 	Relation	index;
 	Oid			heapoid;
 	AttrNumber	attnum;
-	HeapTuple	amtup;
-	bool		ours;
 
 	heapoid = IndexGetRelation(indexoid, true);
 	if (!OidIsValid(heapoid))
@@ -389,11 +387,8 @@ open_index_checked(Oid indexoid, const char *fname)
 				 errmsg("\"%s\" is not an index", get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
 	LockRelationOid(heapoid, AccessShareLock);
 	index = index_open(indexoid, AccessShareLock);
-	amtup = SearchSysCache1(AMOID, ObjectIdGetDatum(index->rd_rel->relam));
-	ours = HeapTupleIsValid(amtup) && index->rd_indam->amgetbitmap == amq_index_getbitmap;
-	if (HeapTupleIsValid(amtup))
-		ReleaseSysCache(amtup);
-	if (!ours || index->rd_rel->relkind != RELKIND_INDEX)
+	if (index->rd_rel->relkind != RELKIND_INDEX ||
+		index->rd_indam->amgetbitmap != amq_index_getbitmap)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an amqfilter index", RelationGetRelationName(index)),
@@ -423,32 +418,47 @@ open_index_checked(Oid indexoid, const char *fname)
  * NULL for a NULL value.  The key guard of plain SQL: as cheap as a probe
  * of a stored filter, and kept current by PostgreSQL.
  */
+/* What bloom_index_contains looks up once per call site. */
+typedef struct ContainsCache
+{
+	Oid			indexoid;
+	Oid			type;
+	FmgrInfo   *proc;
+} ContainsCache;
+
 Datum
 bloom_index_contains(PG_FUNCTION_ARGS)
 {
 	Oid			indexoid = PG_GETARG_OID(0);
 	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	ContainsCache *cache = (ContainsCache *) fcinfo->flinfo->fn_extra;
 	Relation	index;
 	AmqIndexMeta meta;
-	FmgrInfo   *proc;
 	bool		maybe;
 
-	if (PG_ARGISNULL(1))
-		PG_RETURN_NULL();
+	/* privileges and row security are checked on every call */
 	index = open_index_checked(indexoid, "bloom_index_contains");
-	proc = amq_index_hash_proc(index, type, fcinfo->flinfo->fn_mcxt);
-	if (proc == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("a value of type %s cannot be looked up in index \"%s\" of type %s",
-						format_type_be(type), RelationGetRelationName(index),
-						format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid)),
-				 errhint("Cast the value to %s.",
-						 format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid))));
+	if (cache == NULL)
+		cache = fcinfo->flinfo->fn_extra =
+			MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ContainsCache));
+	if (cache->proc == NULL || cache->indexoid != indexoid || cache->type != type)
+	{
+		cache->proc = amq_index_hash_proc(index, type, fcinfo->flinfo->fn_mcxt);
+		if (cache->proc == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("a value of type %s cannot be looked up in index \"%s\" of type %s",
+							format_type_be(type), RelationGetRelationName(index),
+							format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid)),
+					 errhint("Cast the value to %s.",
+							 format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid))));
+		cache->indexoid = indexoid;
+		cache->type = type;
+	}
 	amq_index_flush(indexoid);
 	amq_index_read_meta(index, &meta);
 	maybe = amq_index_may_contain(index, &meta,
-								  amq_index_hash(proc, index->rd_indcollation[0],
+								  amq_index_hash(cache->proc, index->rd_indcollation[0],
 												 PG_GETARG_DATUM(1)));
 	index_close(index, AccessShareLock);
 	PG_RETURN_BOOL(maybe);

@@ -60,12 +60,12 @@
 #include "filter_index.h"
 
 /*
- * Keys all batches of a backend hold before the largest is written (2 MB):
+ * Keys all batches of a backend hold before the largest is written (4 MB):
  * a batch touches about every page of a generation, and each page it
  * touches costs a WAL record of about the page, so the larger a batch, the
  * more keys share each page's record, and the less WAL a load writes.
  */
-#define BATCH_BUDGET	262144
+#define BATCH_BUDGET	524288
 /* Indexes with a batch at once; one more writes them all first. */
 #define MAX_BATCHES		32
 
