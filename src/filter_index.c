@@ -114,18 +114,35 @@ amq_index_init_page_whole(Page page)
 	((PageHeader) page)->pd_upper = BLCKSZ;
 }
 
-/* Initializes an empty data page of generation gen. */
+/*
+ * Initializes an empty data page of generation gen.  Its blocks, all zero,
+ * are left as the page's hole (pd_lower at the first block): a full-page
+ * image of a new generation's page then leaves them out of WAL.  The first
+ * write of bits makes the page whole (amq_index_page_make_whole).
+ */
 void
 amq_index_init_page(Page page, uint16 gen)
 {
 	AmqIndexPageHeader *hdr;
 
-	amq_index_init_page_whole(page);
+	PageInit(page, BLCKSZ, 0);
+	((PageHeader) page)->pd_lower = AMQ_INDEX_BLOCKS_OFFSET;
 	hdr = AmqIndexPageGetHeader(page);
 	hdr->magic = AMQ_INDEX_MAGIC;
 	hdr->gen = gen;
 	hdr->flags = 0;
 	hdr->nset = 0;
+}
+
+/*
+ * Makes a data page whole before bits are set on it: generic WAL then logs
+ * the blocks as data, not as a hole (the first such record carries all of
+ * them, in place of the full-page image its creation did not write).
+ */
+void
+amq_index_page_make_whole(Page page)
+{
+	((PageHeader) page)->pd_lower = BLCKSZ;
 }
 
 /*

@@ -8,9 +8,10 @@
  * (core/amq_bloom_paged.h), each a run of consecutive pages.  A data page
  * has a small header (the page's generation and how many of its bits are
  * set) and blocks_per_page 64-byte blocks after it, starting at byte 64 of
- * the page.  Every page is a standard page whose pd_lower and pd_upper both
- * sit at its end: it has no hole, so generic WAL logs every byte that
- * changed.
+ * the page.  Every page is a standard page.  A data page that has bits set
+ * has pd_lower and pd_upper both at its end: it has no hole, so generic WAL
+ * logs every byte that changed; a new, empty one has its blocks as its hole
+ * (pd_lower at byte 64), which its full-page image leaves out.
  *
  * Prototypes are grouped by the file that defines them:
  *	filter_index.c			the handler, options, metapage, validation, and
@@ -109,6 +110,7 @@ typedef struct AmqIndexOptions
 /* filter_index.c */
 extern void amq_index_init_page_whole(Page page);
 extern void amq_index_init_page(Page page, uint16 gen);
+extern void amq_index_page_make_whole(Page page);
 extern void amq_index_read_meta(Relation index, AmqIndexMeta *meta);
 extern void amq_index_gen_from_geometry(AmqIndexGen *gen, BlockNumber first,
 										const amq_paged_gen *g);

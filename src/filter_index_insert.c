@@ -44,6 +44,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/generic_xlog.h"
 #include "access/relation.h"
 #include "access/xact.h"
@@ -92,8 +94,10 @@ static ExecutorStart_hook_type prev_executor_start = NULL;
 /*
  * Gets a generation newer than the copy has, or adds one, with room for at
  * least want values: AMQ_PAGED_GROWTH times the newest one's capacity, or
- * that times again until it holds want (a batch far larger than a young
- * index's newest generation skips the generations it would fill at once).
+ * room for want with the build's headroom, if that is more (a batch far
+ * larger than a young index's newest generation, as in a COPY into a table
+ * that was empty at the build, skips the generations it would fill at
+ * once).
  * Refreshes the copy.
  */
 static void
@@ -115,9 +119,8 @@ grow(Relation index, AmqIndexMeta *copy, uint64 want)
 		return;
 	}
 
-	capacity = meta->gens[meta->ngens - 1].capacity * AMQ_PAGED_GROWTH;
-	while (capacity < want && capacity < PG_UINT64_MAX / AMQ_PAGED_GROWTH / 2)
-		capacity *= AMQ_PAGED_GROWTH;
+	capacity = Max(meta->gens[meta->ngens - 1].capacity * AMQ_PAGED_GROWTH,
+				   (uint64) ceil((double) want * AMQ_INDEX_HEADROOM));
 	LockRelationForExtension(index, ExclusiveLock);
 	first = RelationGetNumberOfBlocks(index);
 	amq_index_size_gen(index, capacity, meta->p, meta->ngens, first, &gen);
@@ -190,6 +193,7 @@ write_page(Relation index, const AmqIndexGen *g, Placed *keys, int nkeys,
 		{
 			state = GenericXLogStart(index);
 			page = GenericXLogRegisterBuffer(state, buf, 0);
+			amq_index_page_make_whole(page);
 		}
 		AmqIndexPageGetHeader(page)->nset +=
 			amq_block_set(AmqIndexPageGetBlock(page, keys[i].block), h2, g->hashes);

@@ -64,14 +64,23 @@ extern amq_status amq_paged_size(uint64_t capacity, double p, unsigned gen,
 								 amq_paged_gen *out);
 
 /* The page of the generation (0-based) and the block in it a key uses. */
+/* blocks of an 8 kB page after a 64-byte header: what the index has */
+#define AMQ_PAGED_BLOCKS_8K		127
+
 static inline void
 amq_paged_locate(const amq_paged_gen *g, uint64_t hash, uint32_t *page,
 				 uint32_t *block)
 {
 	uint64_t	b = fastrange64(hash, (uint64_t) g->npages * g->blocks_per_page);
+	uint64_t	q;
 
-	*page = (uint32_t) (b / g->blocks_per_page);
-	*block = (uint32_t) (b % g->blocks_per_page);
+	/* a constant divisor is a multiplication, not a division */
+	if (g->blocks_per_page == AMQ_PAGED_BLOCKS_8K)
+		q = b / AMQ_PAGED_BLOCKS_8K;
+	else
+		q = b / g->blocks_per_page;
+	*page = (uint32_t) q;
+	*block = (uint32_t) (b - q * g->blocks_per_page);
 }
 
 /* Expected false-positive rate of a generation whose blocks are this full. */
