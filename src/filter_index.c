@@ -391,11 +391,10 @@ amqfilter_index_handler(PG_FUNCTION_ARGS)
  * AccessShareLock, as a query of the table would lock it.
  */
 static Relation
-open_index_checked(Oid indexoid, const char *fname)
+open_index(Oid indexoid, const char *fname)
 {
 	Relation	index;
 	Oid			heapoid;
-	AttrNumber	attnum;
 
 	heapoid = IndexGetRelation(indexoid, true);
 	if (!OidIsValid(heapoid))
@@ -411,7 +410,20 @@ open_index_checked(Oid indexoid, const char *fname)
 				 errmsg("\"%s\" is not an amqfilter index", RelationGetRelationName(index)),
 				 errhint("%s takes an index created USING amqfilter (on a partitioned table, the index of one partition).",
 						 fname)));
-	attnum = index->rd_index->indkey.values[0];
+	return index;
+}
+
+/*
+ * Errors unless the current user may learn from the index what it
+ * summarizes: every value of the column, so SELECT on it, and no row
+ * security hiding rows of the table.
+ */
+static void
+check_may_read(Relation index, const char *fname)
+{
+	Oid			heapoid = index->rd_index->indrelid;
+	AttrNumber	attnum = index->rd_index->indkey.values[0];
+
 	if (pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
 		(attnum <= 0 ||
 		 pg_attribute_aclcheck(heapoid, attnum, GetUserId(), ACL_SELECT) != ACLCHECK_OK))
@@ -426,6 +438,14 @@ open_index_checked(Oid indexoid, const char *fname)
 				 errmsg("row-level security hides rows of table %s from the current user",
 						get_rel_name(heapoid)),
 				 errdetail("The index summarizes every row, those the policies hide too.")));
+}
+
+static Relation
+open_index_checked(Oid indexoid, const char *fname)
+{
+	Relation	index = open_index(indexoid, fname);
+
+	check_may_read(index, fname);
 	return index;
 }
 
@@ -435,11 +455,16 @@ open_index_checked(Oid indexoid, const char *fname)
  * NULL for a NULL value.  The key guard of plain SQL: as cheap as a probe
  * of a stored filter, and kept current by PostgreSQL.
  */
-/* What bloom_index_contains looks up once per call site. */
+/*
+ * What bloom_index_contains looks up once per call site: the hash function,
+ * and that the user may read the index, which a query's own privileges are
+ * checked once per query too.
+ */
 typedef struct ContainsCache
 {
 	Oid			indexoid;
 	Oid			type;
+	Oid			userid;			/* checked for this user, this index */
 	FmgrInfo   *proc;
 } ContainsCache;
 
@@ -453,12 +478,18 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 	AmqIndexMeta meta;
 	bool		maybe;
 
-	/* privileges and row security are checked on every call */
-	index = open_index_checked(indexoid, "bloom_index_contains");
+	index = open_index(indexoid, "bloom_index_contains");
 	if (cache == NULL)
 		cache = fcinfo->flinfo->fn_extra =
 			MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ContainsCache));
-	if (cache->proc == NULL || cache->indexoid != indexoid || cache->type != type)
+	if (cache->indexoid != indexoid || cache->userid != GetUserId())
+	{
+		check_may_read(index, "bloom_index_contains");
+		cache->proc = NULL;
+		cache->indexoid = indexoid;
+		cache->userid = GetUserId();
+	}
+	if (cache->proc == NULL || cache->type != type)
 	{
 		cache->proc = amq_index_hash_proc(index, type, fcinfo->flinfo->fn_mcxt);
 		if (cache->proc == NULL)
@@ -469,7 +500,6 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 							format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid)),
 					 errhint("Cast the value to %s.",
 							 format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid))));
-		cache->indexoid = indexoid;
 		cache->type = type;
 	}
 	amq_index_flush(indexoid);
