@@ -19,22 +19,24 @@ CREATE FUNCTION bloom_info(filter bloom,
 	OUT bits_set bigint, OUT est_distinct double precision,
 	OUT est_fpr double precision, OUT element text,
 	OUT cells bigint, OUT cells_used bigint, OUT saturated bigint,
-	OUT load double precision, OUT fingerprint_bits integer)
+	OUT load double precision, OUT fingerprint_bits integer,
+	OUT overfilled boolean)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_info(bloom) IS
-	'geometry, counts, estimated distinct values, current false-positive rate, element type and, for the counting and dleft layouts, counters or cells used and saturated of a bloom filter';
+	'geometry, counts, estimated distinct values, current false-positive rate, element type and, for the counting and dleft layouts, counters or cells used and saturated of a bloom filter, and whether it holds more than it was sized for';
 
 DROP FUNCTION cuckoo_info(cuckoo);
 CREATE FUNCTION cuckoo_info(filter cuckoo,
 	OUT buckets bigint, OUT bucket_size integer, OUT fingerprint_bits integer,
 	OUT bytes bigint, OUT capacity bigint, OUT target_fpr double precision,
 	OUT items bigint, OUT load_factor double precision,
-	OUT est_fpr double precision, OUT tables integer, OUT element text)
+	OUT est_fpr double precision, OUT tables integer, OUT element text,
+	OUT overfilled boolean)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION cuckoo_info(cuckoo) IS
-	'geometry, item count, load, current false-positive rate and element type of a cuckoo filter';
+	'geometry, item count, load, current false-positive rate, element type of a cuckoo filter, and whether it holds more than it was sized for';
 
 -- Planner estimates of probes of a filter known at plan time (see the README).
 CREATE FUNCTION bloom_contains_sel(internal, oid, internal, integer) RETURNS double precision
@@ -85,6 +87,97 @@ CREATE FUNCTION bloom_count(filter bloom, value anyelement) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_count(bloom, anyelement) IS
 	'copies of the value in a counting or dleft filter, never fewer than were added and not deleted; 1 if a blocked or classic filter may contain it, else 0';
+
+-- bloom_agg(value, p [, layout]): sized from the values themselves
+-- (src/filter_agg_sizeless.c)
+CREATE FUNCTION bloom_agg_sizeless_transfn(internal, anyelement, double precision)
+	RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION bloom_agg_sizeless_transfn(internal, anyelement, double precision, text)
+	RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION bloom_agg_sizeless_combinefn(internal, internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION bloom_agg_sizeless_serialfn(internal) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_agg_sizeless_deserialfn(bytea, internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_agg_sizeless_finalfn(internal) RETURNS bloom
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_agg_sizeless_transfn(internal, anyelement, double precision) IS
+	'bloom_agg(value, p) transition function';
+COMMENT ON FUNCTION bloom_agg_sizeless_transfn(internal, anyelement, double precision, text) IS
+	'bloom_agg(value, p, layout) transition function';
+COMMENT ON FUNCTION bloom_agg_sizeless_combinefn(internal, internal) IS
+	'bloom_agg(value, p) combine function';
+COMMENT ON FUNCTION bloom_agg_sizeless_serialfn(internal) IS
+	'bloom_agg(value, p) state serialization';
+COMMENT ON FUNCTION bloom_agg_sizeless_deserialfn(bytea, internal) IS
+	'bloom_agg(value, p) state deserialization';
+COMMENT ON FUNCTION bloom_agg_sizeless_finalfn(internal) IS
+	'bloom_agg(value, p) final function: sizes the filter for the distinct values seen';
+
+CREATE AGGREGATE bloom_agg(value anyelement, p double precision) (
+	SFUNC = bloom_agg_sizeless_transfn,
+	STYPE = internal,
+	FINALFUNC = bloom_agg_sizeless_finalfn,
+	FINALFUNC_MODIFY = READ_WRITE,
+	COMBINEFUNC = bloom_agg_sizeless_combinefn,
+	SERIALFUNC = bloom_agg_sizeless_serialfn,
+	DESERIALFUNC = bloom_agg_sizeless_deserialfn,
+	PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE bloom_agg(anyelement, double precision) IS
+	'bloom filter of the non-null values at false-positive rate p, sized for the distinct values it sees';
+
+CREATE AGGREGATE bloom_agg(value anyelement, p double precision, layout text) (
+	SFUNC = bloom_agg_sizeless_transfn,
+	STYPE = internal,
+	FINALFUNC = bloom_agg_sizeless_finalfn,
+	FINALFUNC_MODIFY = READ_WRITE,
+	COMBINEFUNC = bloom_agg_sizeless_combinefn,
+	SERIALFUNC = bloom_agg_sizeless_serialfn,
+	DESERIALFUNC = bloom_agg_sizeless_deserialfn,
+	PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE bloom_agg(anyelement, double precision, text) IS
+	'bloom filter of the non-null values with the given layout at false-positive rate p, sized for the distinct values it sees';
+
+-- cuckoo_agg(value, p): sized from the values themselves
+CREATE FUNCTION cuckoo_agg_sizeless_transfn(internal, anyelement, double precision)
+	RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION cuckoo_agg_sizeless_combinefn(internal, internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION cuckoo_agg_sizeless_serialfn(internal) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cuckoo_agg_sizeless_deserialfn(bytea, internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cuckoo_agg_sizeless_finalfn(internal) RETURNS cuckoo
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_agg_sizeless_transfn(internal, anyelement, double precision) IS
+	'cuckoo_agg(value, p) transition function';
+COMMENT ON FUNCTION cuckoo_agg_sizeless_combinefn(internal, internal) IS
+	'cuckoo_agg(value, p) combine function';
+COMMENT ON FUNCTION cuckoo_agg_sizeless_serialfn(internal) IS
+	'cuckoo_agg(value, p) state serialization';
+COMMENT ON FUNCTION cuckoo_agg_sizeless_deserialfn(bytea, internal) IS
+	'cuckoo_agg(value, p) state deserialization';
+COMMENT ON FUNCTION cuckoo_agg_sizeless_finalfn(internal) IS
+	'cuckoo_agg(value, p) final function: sizes the filter for the distinct values seen';
+
+CREATE AGGREGATE cuckoo_agg(value anyelement, p double precision) (
+	SFUNC = cuckoo_agg_sizeless_transfn,
+	STYPE = internal,
+	FINALFUNC = cuckoo_agg_sizeless_finalfn,
+	FINALFUNC_MODIFY = READ_WRITE,
+	COMBINEFUNC = cuckoo_agg_sizeless_combinefn,
+	SERIALFUNC = cuckoo_agg_sizeless_serialfn,
+	DESERIALFUNC = cuckoo_agg_sizeless_deserialfn,
+	PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE cuckoo_agg(anyelement, double precision) IS
+	'cuckoo filter of the non-null values (every copy) at false-positive rate p, sized for the distinct values it sees';
 
 --
 -- Partition filters: one bloom filter per table of a partition or

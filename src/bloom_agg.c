@@ -91,6 +91,12 @@ bloom_owned_merge(void *filter, const void *src)
 	amq_bloom_merge(filter, src, false);
 }
 
+static void
+bloom_owned_count_duplicates(void *filter, uint64 count)
+{
+	amq_bloom_count_duplicates(filter, count);
+}
+
 static struct varlena *
 bloom_owned_to_varlena(const void *filter, const uint64 *hashes, int count,
 					   uint32 family)
@@ -132,3 +138,40 @@ bloom_agg_transfn(PG_FUNCTION_ARGS)
 {
 	return amq_agg_transfn(fcinfo, &bloom_agg_type, bloom_agg_read_sizing);
 }
+
+/* The sizing arguments p [, layout] of a sizeless bloom_agg call. */
+static void
+bloom_agg_read_p(FunctionCallInfo fcinfo, AmqAggSizing *sizing)
+{
+	if (PG_ARGISNULL(2) || (PG_NARGS() > 3 && PG_ARGISNULL(3)))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("bloom_agg arguments p and layout must not be null")));
+	sizing->n = 1;				/* found from the values */
+	sizing->p = PG_GETARG_FLOAT8(2);
+	sizing->layout = PG_NARGS() > 3 ? amq_bloom_parse_layout(PG_GETARG_TEXT_PP(3))
+		: AMQ_BLOOM_LAYOUT_BLOCKED;
+}
+
+/* The counting and dleft layouts count copies; the others hold a set. */
+static bool
+bloom_counts_copies(int layout)
+{
+	return layout == AMQ_BLOOM_LAYOUT_COUNTING || layout == AMQ_BLOOM_LAYOUT_DLEFT;
+}
+
+PG_FUNCTION_INFO_V1(bloom_agg_sizeless_transfn);
+
+/* bloom_agg_sizeless_transfn(internal, anyelement, p [, layout]) */
+Datum
+bloom_agg_sizeless_transfn(PG_FUNCTION_ARGS)
+{
+	return amq_sizeless_transfn(fcinfo, &bloom_agg_type, bloom_agg_read_p,
+								bloom_counts_copies, AMQ_BLOOM_DEFAULT_SEED);
+}
+
+/*
+ * bloom_agg_sizeless_combinefn, bloom_agg_sizeless_serialfn,
+ * bloom_agg_sizeless_deserialfn, bloom_agg_sizeless_finalfn
+ */
+AMQ_SIZELESS_AGG_FUNCTIONS(bloom)

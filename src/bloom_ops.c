@@ -106,6 +106,7 @@ bloom_add(PG_FUNCTION_ARGS)
 	result = amq_bloom_to_varlena(&view, &view);
 	hash = amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed, view.family);
 	amq_bloom_add_or_error(&view, &hash, 1, hasher->family);
+	amq_bloom_warn_if_overfilled(&view);
 	PG_RETURN_POINTER(result);
 }
 
@@ -235,6 +236,8 @@ merge_args(FunctionCallInfo fcinfo, bool intersect)
 	{
 		value = amq_bloom_to_varlena(&a, &result);
 		amq_bloom_merge(&result, &b, intersect);
+		if (!intersect)
+			amq_bloom_warn_if_overfilled(&result);
 	}
 	PG_RETURN_POINTER(amq_merge_remember(fcinfo, value));
 }
@@ -272,19 +275,46 @@ filter_stats(const amq_bloom_view *view, amq_bloom_stats *stats)
 }
 
 /*
+ * Warns, once per statement, when a filter has a rate past twice its
+ * target (filter_overfill.c); its fill is read only for a filter given more
+ * additions than its n.
+ */
+void
+amq_bloom_warn_if_overfilled(const void *filter)
+{
+	const amq_bloom_view *view = filter;
+	amq_bloom_stats stats;
+	AmqOverfill overfill;
+
+	if (amq_bloom_is_empty(view) ||
+		!amq_overfill_worth_checking(view->inserted, view->capacity))
+		return;
+	filter_stats(view, &stats);
+	overfill.type_name = "bloom";
+	overfill.agg_name = "bloom_agg";
+	overfill.capacity = amq_count_to_int64(view->capacity);
+	overfill.target_fpr = view->target_fpr;
+	overfill.inserted = view->inserted;
+	overfill.holds = stats.est_distinct;
+	overfill.est_fpr = stats.est_fpr;
+	amq_warn_if_overfilled(&overfill);
+}
+
+/*
  * bloom_info(bloom): geometry, counts and fill-derived estimates.
  * est_distinct is the Swamidass-Baldi estimate from the fill (dleft: the
  * cells used); est_fpr is the false-positive rate the filter has now.  The
  * counting and dleft layouts add their counters or cells, how many are used
- * and stuck at the maximum, and dleft its fingerprint width.
+ * and stuck at the maximum, and dleft its fingerprint width.  overfilled:
+ * est_fpr is past twice target_fpr (the filter was given more than its n).
  */
 Datum
 bloom_info(PG_FUNCTION_ARGS)
 {
 	amq_bloom_view view;
 	amq_bloom_stats stats;
-	Datum		values[16];
-	bool		nulls[16] = {false};
+	Datum		values[17];
+	bool		nulls[17] = {false};
 	bool		counts;
 
 	amq_bloom_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
@@ -319,6 +349,9 @@ bloom_info(PG_FUNCTION_ARGS)
 	values[14] = Float8GetDatum(view.cells ? (double) stats.cells_used / (double) view.cells : 0.0);
 	nulls[15] = view.layout != AMQ_BLOOM_LAYOUT_DLEFT;
 	values[15] = Int32GetDatum((int32) view.hashes);
+	/* its rate past twice its target; a filter without a size has none */
+	values[16] = BoolGetDatum(amq_is_overfilled(stats.est_fpr, view.target_fpr));
+	nulls[16] = amq_bloom_is_empty(&view);
 	return amq_return_record(fcinfo, values, nulls);
 }
 

@@ -104,6 +104,9 @@ cuckoo_owned_to_varlena(const void *filter, const uint64 *hashes, int count,
 	return amq_cuckoo_buffer_finish(&copy);
 }
 
+/* a cuckoo filter stores every copy: its aggregates never drop one */
+#define cuckoo_owned_count_duplicates NULL
+
 /*
  * cuckoo_agg_type and cuckoo_agg_combinefn, cuckoo_union_agg_combinefn,
  * cuckoo_union_agg_transfn, cuckoo_agg_serialfn, cuckoo_agg_deserialfn,
@@ -130,3 +133,39 @@ cuckoo_agg_transfn(PG_FUNCTION_ARGS)
 {
 	return amq_agg_transfn(fcinfo, &cuckoo_agg_type, cuckoo_agg_read_sizing);
 }
+
+/* The sizing argument p of a sizeless cuckoo_agg call. */
+static void
+cuckoo_agg_read_p(FunctionCallInfo fcinfo, AmqAggSizing *sizing)
+{
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("cuckoo_agg argument p must not be null")));
+	sizing->n = 1;				/* found from the values */
+	sizing->p = PG_GETARG_FLOAT8(2);
+	sizing->layout = 0;
+}
+
+/* A cuckoo filter counts copies. */
+static bool
+cuckoo_counts_copies(int layout)
+{
+	return true;
+}
+
+PG_FUNCTION_INFO_V1(cuckoo_agg_sizeless_transfn);
+
+/* cuckoo_agg_sizeless_transfn(internal, anyelement, p) */
+Datum
+cuckoo_agg_sizeless_transfn(PG_FUNCTION_ARGS)
+{
+	return amq_sizeless_transfn(fcinfo, &cuckoo_agg_type, cuckoo_agg_read_p,
+								cuckoo_counts_copies, AMQ_CUCKOO_DEFAULT_SEED);
+}
+
+/*
+ * cuckoo_agg_sizeless_combinefn, cuckoo_agg_sizeless_serialfn,
+ * cuckoo_agg_sizeless_deserialfn, cuckoo_agg_sizeless_finalfn
+ */
+AMQ_SIZELESS_AGG_FUNCTIONS(cuckoo)

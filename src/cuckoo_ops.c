@@ -109,6 +109,7 @@ cuckoo_add(PG_FUNCTION_ARGS)
 	hash = amq_hash_datum(hasher, PG_GETARG_DATUM(1), view.seed, view.family);
 	amq_cuckoo_buffer_copy(&buf, CurrentMemoryContext, &view, 0);
 	amq_cuckoo_buffer_add_many(&buf, &hash, 1, hasher->family);
+	amq_cuckoo_warn_if_overfilled(&buf.view);
 	PG_RETURN_POINTER(amq_cuckoo_buffer_finish(&buf));
 }
 
@@ -232,6 +233,7 @@ cuckoo_union(PG_FUNCTION_ARGS)
 		/* the merge asks for room when it appends a table, if it does */
 		amq_cuckoo_buffer_copy(&buf, CurrentMemoryContext, &a, 0);
 		amq_cuckoo_buffer_merge(&buf, &b);
+		amq_cuckoo_warn_if_overfilled(&buf.view);
 		value = amq_cuckoo_buffer_finish(&buf);
 	}
 	PG_RETURN_POINTER(amq_merge_remember(fcinfo, value));
@@ -270,10 +272,38 @@ filter_stats(const amq_cuckoo_view *view, amq_cuckoo_stats *stats)
 }
 
 /*
+ * Warns, once per statement, when a filter has a rate past twice its
+ * target (filter_overfill.c): a filter given more than its n grows a table
+ * at a time, and each table adds to the rate.  Its tables are read only for
+ * a filter holding more items than its n.
+ */
+void
+amq_cuckoo_warn_if_overfilled(const void *filter)
+{
+	const amq_cuckoo_view *view = filter;
+	amq_cuckoo_stats stats;
+	AmqOverfill overfill;
+
+	if (amq_cuckoo_is_empty(view) ||
+		!amq_overfill_worth_checking(view->items, view->capacity))
+		return;
+	(void) filter_stats(view, &stats);
+	overfill.type_name = "cuckoo";
+	overfill.agg_name = "cuckoo_agg";
+	overfill.capacity = amq_count_to_int64(view->capacity);
+	overfill.target_fpr = view->target_fpr;
+	overfill.inserted = view->items;
+	/* copies included: an upper bound of the distinct values */
+	overfill.holds = (double) view->items;
+	overfill.est_fpr = stats.est_fpr;
+	amq_warn_if_overfilled(&overfill);
+}
+
+/*
  * cuckoo_info(cuckoo): geometry, counts and fill-derived estimates.  buckets
  * is the total over all tables; load_factor is occupied slots over all
  * slots; est_fpr is the false-positive rate the filter has now, every table
- * counted.
+ * counted; overfilled: est_fpr is past twice target_fpr.
  */
 Datum
 cuckoo_info(PG_FUNCTION_ARGS)
@@ -281,8 +311,8 @@ cuckoo_info(PG_FUNCTION_ARGS)
 	amq_cuckoo_view view;
 	amq_cuckoo_stats stats;
 	uint64		buckets;
-	Datum		values[11];
-	bool		nulls[11] = {false};
+	Datum		values[12];
+	bool		nulls[12] = {false};
 
 	amq_cuckoo_arg(fcinfo, 0, &amq_call_cache(fcinfo)->filter[0], &view);
 	buckets = filter_stats(&view, &stats);
@@ -303,6 +333,9 @@ cuckoo_info(PG_FUNCTION_ARGS)
 	nulls[10] = view.family == 0;
 	if (!nulls[10])
 		values[10] = PointerGetDatum(amq_family_identity(fcinfo, view.family));
+	/* its rate past twice its target; a filter without a size has none */
+	values[11] = BoolGetDatum(amq_is_overfilled(stats.est_fpr, view.target_fpr));
+	nulls[11] = amq_cuckoo_is_empty(&view);
 	return amq_return_record(fcinfo, values, nulls);
 }
 

@@ -62,6 +62,8 @@ amq_cuckoo_to_varlena(const amq_cuckoo_view *src, amq_cuckoo_view *copy)
 	return amq_filter_copy(&amq_cuckoo_format, src->base, src->bytes, copy);
 }
 
+/* cuckoo_ops.c */
+extern void amq_cuckoo_warn_if_overfilled(const void *filter);
 extern void amq_report_cuckoo_mismatch(amq_status status,
 									   const amq_cuckoo_view *a,
 									   const amq_cuckoo_view *b) pg_attribute_noreturn();

@@ -272,12 +272,21 @@ amq_agg_deserialize(FunctionCallInfo fcinfo, const AmqAggType *type)
 
 /*
  * Final (internal) -> filter.  Over zero rows: the sizeless empty filter,
- * not NULL.  The state is copied out, never modified.
+ * not NULL.  The state is copied out, never modified.  A filter given more
+ * values than its n warns (filter_overfill.c).
  */
 Datum
 amq_agg_final(FunctionCallInfo fcinfo, const AmqAggType *type)
 {
+	struct varlena *result;
+	AmqAnyView	view;
+
 	if (PG_ARGISNULL(0))
 		PG_RETURN_POINTER(amq_empty_varlena(type->format));
-	PG_RETURN_POINTER(state_to_varlena((AmqAggState *) PG_GETARG_POINTER(0)));
+	result = state_to_varlena((AmqAggState *) PG_GETARG_POINTER(0));
+	/* built here: opened only to say whether it was given too many values */
+	if (type->format->open((const uint8 *) VARDATA(result), VARSIZE(result) - VARHDRSZ,
+						   &view) == AMQ_OK)
+		type->warn_if_overfilled(&view);
+	PG_RETURN_POINTER(result);
 }

@@ -145,6 +145,26 @@ extern Datum amq_probe_support(FunctionCallInfo fcinfo, const AmqFormat *format,
 							   AmqFilterSummary summarize);
 extern Datum amq_merge_support(FunctionCallInfo fcinfo);
 
+/*
+ * filter_overfill.c: the warning, once per statement, that a filter holds
+ * more than it was sized for.  A type checks the cheap gate first, then
+ * reads the filter's fill for its rate.
+ */
+typedef struct AmqOverfill
+{
+	const char *type_name;		/* "bloom", for the message */
+	const char *agg_name;		/* "bloom_agg", for the hint */
+	int64		capacity;		/* n it was sized for */
+	double		target_fpr;		/* p */
+	uint64		inserted;		/* additions, duplicates included */
+	double		holds;			/* distinct values the fill suggests */
+	double		est_fpr;		/* the rate it has now */
+} AmqOverfill;
+
+extern bool amq_is_overfilled(double est_fpr, double target_fpr);
+extern bool amq_overfill_worth_checking(uint64 inserted, uint64 capacity);
+extern void amq_warn_if_overfilled(const AmqOverfill *filter);
+
 /* filter_io.c: text and binary I/O, written once against an AmqFormat */
 extern Datum amq_filter_in(FunctionCallInfo fcinfo, const AmqFormat *format);
 extern Datum amq_filter_out(FunctionCallInfo fcinfo, const AmqFormat *format);
@@ -238,6 +258,14 @@ typedef struct AmqAggType
 	/* a new varlena: the owned filter plus hashes, the filter unchanged */
 	struct varlena *(*to_varlena) (const void *filter, const uint64 *hashes,
 								   int count, uint32 family);
+	/*
+	 * counts additions of values an owned filter already holds, sorted
+	 * away before adding (filter_agg_sizeless.c); NULL for a type whose
+	 * filters count every copy (and so are never given fewer)
+	 */
+	void		(*count_duplicates) (void *filter, uint64 count);
+	/* warns (filter_overfill.c) if an opened view is overfilled */
+	void		(*warn_if_overfilled) (const void *view);
 } AmqAggType;
 
 /*
@@ -281,6 +309,35 @@ extern Datum amq_agg_deserialize(FunctionCallInfo fcinfo,
 extern Datum amq_agg_final(FunctionCallInfo fcinfo, const AmqAggType *type);
 
 /*
+ * filter_agg_sizeless.c: the aggregates over values that size their filter
+ * from the values themselves (<type>_agg(value, p ...)).  counts_copies
+ * says whether a layout's filter counts copies of a value; seed is the one
+ * the type's create() gives a new filter.
+ */
+extern Datum amq_sizeless_transfn(FunctionCallInfo fcinfo, const AmqAggType *type,
+								  AmqAggReadSizing read_sizing,
+								  bool (*counts_copies) (int layout), uint64 seed);
+extern Datum amq_sizeless_combine(FunctionCallInfo fcinfo, const AmqAggType *type);
+extern Datum amq_sizeless_serialize(FunctionCallInfo fcinfo);
+extern Datum amq_sizeless_deserialize(FunctionCallInfo fcinfo, const AmqAggType *type);
+extern Datum amq_sizeless_final(FunctionCallInfo fcinfo, const AmqAggType *type);
+
+/*
+ * The SQL-visible support functions of <type>_agg(value, p ...) but for
+ * its transition function, which reads the type's own arguments.  Expanded
+ * once in the type's aggregate file, after AMQ_AGG_FUNCTIONS.
+ */
+#define AMQ_SIZELESS_AGG_FUNCTIONS(type) \
+PG_FUNCTION_INFO_V1(type##_agg_sizeless_combinefn); \
+Datum type##_agg_sizeless_combinefn(PG_FUNCTION_ARGS) { return amq_sizeless_combine(fcinfo, &type##_agg_type); } \
+PG_FUNCTION_INFO_V1(type##_agg_sizeless_serialfn); \
+Datum type##_agg_sizeless_serialfn(PG_FUNCTION_ARGS) { return amq_sizeless_serialize(fcinfo); } \
+PG_FUNCTION_INFO_V1(type##_agg_sizeless_deserialfn); \
+Datum type##_agg_sizeless_deserialfn(PG_FUNCTION_ARGS) { return amq_sizeless_deserialize(fcinfo, &type##_agg_type); } \
+PG_FUNCTION_INFO_V1(type##_agg_sizeless_finalfn); \
+Datum type##_agg_sizeless_finalfn(PG_FUNCTION_ARGS) { return amq_sizeless_final(fcinfo, &type##_agg_type); }
+
+/*
  * The descriptor <type>_agg_type of a type whose owned-filter functions are
  * named <type>_owned_<op>, and the SQL-visible support functions of the
  * aggregates <type>_agg and <type>_union_agg but for <type>_agg_transfn,
@@ -300,6 +357,8 @@ static const AmqAggType type##_agg_type = { \
 	.add_hashes = type##_owned_add_hashes, \
 	.merge = type##_owned_merge, \
 	.to_varlena = type##_owned_to_varlena, \
+	.count_duplicates = type##_owned_count_duplicates, \
+	.warn_if_overfilled = amq_##type##_warn_if_overfilled, \
 }; \
 PG_FUNCTION_INFO_V1(type##_agg_combinefn); \
 Datum type##_agg_combinefn(PG_FUNCTION_ARGS) { return amq_agg_combine(fcinfo, &type##_agg_type, true); } \

@@ -679,6 +679,15 @@ count_added(amq_bloom_view *view, uint64_t added, uint32_t family)
 	sync_header(view);
 }
 
+void
+amq_bloom_count_duplicates(amq_bloom_view *view, uint64_t count)
+{
+	/* a filter with no key yet has no duplicates, and no family to keep */
+	if (view->family == 0 || amq_bloom_layout_counts(view->layout))
+		return;
+	count_added(view, count, view->family);
+}
+
 /*
  * Stores the key, binds an unbound filter to the family, counts the
  * addition.  The sizeless empty filter has no bits: callers must not add to

@@ -210,6 +210,15 @@ extern amq_status amq_bloom_add(amq_bloom_view *view, uint64_t hash,
 extern amq_status amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes,
 									 size_t count, uint32_t family);
 
+/*
+ * Counts count more additions of keys already added, without touching the
+ * bits: for a caller that removed duplicate keys before adding them to a
+ * blocked or classic filter (a set: the bits are those the duplicates would
+ * set), so its count of additions is that of adding every copy.  Not for the
+ * layouts that count copies.
+ */
+extern void amq_bloom_count_duplicates(amq_bloom_view *view, uint64_t count);
+
 /* false means the key was certainly never added. */
 extern bool amq_bloom_may_contain(const amq_bloom_view *view, uint64_t hash);
 
