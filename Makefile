@@ -21,7 +21,9 @@ CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c \
 	src/core/amq_bloom_counting.c src/core/amq_bloom_dleft.c \
 	src/core/amq_cuckoo.c src/core/amq_bloom_paged.c
 GLUE_SRCS = src/amqfilter.c src/filter_access.c src/hashing.c src/filter_io.c \
-	src/filter_agg.c src/filter_agg_sizeless.c src/filter_overfill.c src/filter_selectivity.c src/bloom_type.c src/bloom_ops.c src/bloom_agg.c \
+	src/filter_compare.c \
+	src/filter_agg.c src/filter_agg_sizeless.c src/filter_overfill.c src/filter_selectivity.c \
+	src/bloom_type.c src/bloom_ops.c src/bloom_agg.c \
 	src/cuckoo_type.c src/cuckoo_ops.c src/cuckoo_agg.c src/partition_track.c \
 	src/filter_index.c src/filter_index_build.c src/filter_index_insert.c \
 	src/filter_index_scan.c \
@@ -31,7 +33,8 @@ OBJS = $(CORE_SRCS:.c=.o) $(GLUE_SRCS:.c=.o)
 REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 	bloom_parallel bloom_fpr \
 	cuckoo_basic cuckoo_hashing cuckoo_agg cuckoo_io cuckoo_malformed \
-	cuckoo_parallel cuckoo_fpr identity cuckoo_limits merge_once slice_probe selectivity \
+	cuckoo_parallel cuckoo_fpr identity cuckoo_limits merge_once filter_equality \
+	slice_probe selectivity \
 	bloom_counting partition_filter partition_stale partition_security \
 	antijoin recipes filter_index sizeless overfill safety
 REGRESS_OPTS = --load-extension=$(EXTENSION)

@@ -297,6 +297,145 @@ COMMENT ON FUNCTION bloom_merge_support(internal) IS
 ALTER FUNCTION bloom_union(bloom, bloom) SUPPORT bloom_merge_support;
 ALTER FUNCTION bloom_intersect(bloom, bloom) SUPPORT bloom_merge_support;
 
+-- Comparing bloom filters: byte equality of whole values, with btree and
+-- hash operator classes, so that DISTINCT, GROUP BY, UNION, unique
+-- constraints and hash and merge joins work.  The order is there because
+-- btree needs one: it is total, and means nothing beyond equality.
+CREATE FUNCTION bloom_eq(bloom, bloom) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_eq(bloom, bloom) IS
+	'true if the filters have the same bytes; filters of the same values built with another n, p or layout are not equal';
+
+CREATE FUNCTION bloom_ne(bloom, bloom) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_ne(bloom, bloom) IS
+	'true unless the filters have the same bytes';
+
+CREATE FUNCTION bloom_lt(bloom, bloom) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_lt(bloom, bloom) IS
+	'true if the first filter sorts before the second (shorter first, then by bytes): an order for btree, meaningless beyond equality';
+
+CREATE FUNCTION bloom_le(bloom, bloom) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_le(bloom, bloom) IS
+	'true unless the first filter sorts after the second (shorter first, then by bytes): an order for btree, meaningless beyond equality';
+
+CREATE FUNCTION bloom_gt(bloom, bloom) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_gt(bloom, bloom) IS
+	'true if the first filter sorts after the second (shorter first, then by bytes): an order for btree, meaningless beyond equality';
+
+CREATE FUNCTION bloom_ge(bloom, bloom) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_ge(bloom, bloom) IS
+	'true unless the first filter sorts before the second (shorter first, then by bytes): an order for btree, meaningless beyond equality';
+
+CREATE FUNCTION bloom_cmp(bloom, bloom) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_cmp(bloom, bloom) IS
+	'btree support: -1, 0 or 1 as the first filter sorts before, equal to or after the second (shorter first, then by bytes)';
+
+CREATE FUNCTION bloom_hash(bloom) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_hash(bloom) IS
+	'hash support: a 32-bit hash of the filter''s bytes';
+
+CREATE FUNCTION bloom_hash_extended(bloom, bigint) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_hash_extended(bloom, bigint) IS
+	'hash support: a 64-bit hash of the filter''s bytes under a seed';
+
+CREATE OPERATOR = (
+	LEFTARG = bloom,
+	RIGHTARG = bloom,
+	FUNCTION = bloom_eq,
+	COMMUTATOR = =,
+	NEGATOR = <>,
+	RESTRICT = pg_catalog.eqsel,
+	JOIN = pg_catalog.eqjoinsel,
+	HASHES,
+	MERGES
+);
+COMMENT ON OPERATOR = (bloom, bloom) IS 'filters have the same bytes';
+
+CREATE OPERATOR <> (
+	LEFTARG = bloom,
+	RIGHTARG = bloom,
+	FUNCTION = bloom_ne,
+	COMMUTATOR = <>,
+	NEGATOR = =,
+	RESTRICT = pg_catalog.neqsel,
+	JOIN = pg_catalog.neqjoinsel
+);
+COMMENT ON OPERATOR <> (bloom, bloom) IS 'filters differ in their bytes';
+
+CREATE OPERATOR < (
+	LEFTARG = bloom,
+	RIGHTARG = bloom,
+	FUNCTION = bloom_lt,
+	COMMUTATOR = >,
+	NEGATOR = >=,
+	RESTRICT = pg_catalog.scalarltsel,
+	JOIN = pg_catalog.scalarltjoinsel
+);
+COMMENT ON OPERATOR < (bloom, bloom) IS 'sorts before: shorter first, then by bytes (total, but meaningless beyond equality)';
+
+CREATE OPERATOR <= (
+	LEFTARG = bloom,
+	RIGHTARG = bloom,
+	FUNCTION = bloom_le,
+	COMMUTATOR = >=,
+	NEGATOR = >,
+	RESTRICT = pg_catalog.scalarlesel,
+	JOIN = pg_catalog.scalarlejoinsel
+);
+COMMENT ON OPERATOR <= (bloom, bloom) IS 'sorts before or equal: shorter first, then by bytes (total, but meaningless beyond equality)';
+
+CREATE OPERATOR > (
+	LEFTARG = bloom,
+	RIGHTARG = bloom,
+	FUNCTION = bloom_gt,
+	COMMUTATOR = <,
+	NEGATOR = <=,
+	RESTRICT = pg_catalog.scalargtsel,
+	JOIN = pg_catalog.scalargtjoinsel
+);
+COMMENT ON OPERATOR > (bloom, bloom) IS 'sorts after: shorter first, then by bytes (total, but meaningless beyond equality)';
+
+CREATE OPERATOR >= (
+	LEFTARG = bloom,
+	RIGHTARG = bloom,
+	FUNCTION = bloom_ge,
+	COMMUTATOR = <=,
+	NEGATOR = <,
+	RESTRICT = pg_catalog.scalargesel,
+	JOIN = pg_catalog.scalargejoinsel
+);
+COMMENT ON OPERATOR >= (bloom, bloom) IS 'sorts after or equal: shorter first, then by bytes (total, but meaningless beyond equality)';
+
+CREATE OPERATOR CLASS bloom_ops DEFAULT FOR TYPE bloom USING btree AS
+	OPERATOR 1 <,
+	OPERATOR 2 <=,
+	OPERATOR 3 =,
+	OPERATOR 4 >=,
+	OPERATOR 5 >,
+	FUNCTION 1 bloom_cmp(bloom, bloom),
+	FUNCTION 4 pg_catalog.btequalimage(oid);
+COMMENT ON OPERATOR FAMILY bloom_ops USING btree IS
+	'bloom filters in byte order (shorter first, then by bytes), for unique constraints, sorts and merge joins';
+COMMENT ON OPERATOR CLASS bloom_ops USING btree IS
+	'bloom filters in byte order (shorter first, then by bytes), for unique constraints, sorts and merge joins';
+
+CREATE OPERATOR CLASS bloom_ops DEFAULT FOR TYPE bloom USING hash AS
+	OPERATOR 1 =,
+	FUNCTION 1 bloom_hash(bloom),
+	FUNCTION 2 bloom_hash_extended(bloom, bigint);
+COMMENT ON OPERATOR FAMILY bloom_ops USING hash IS
+	'bloom filters by the hash of their bytes, for hash aggregation, hash joins and hash indexes';
+COMMENT ON OPERATOR CLASS bloom_ops USING hash IS
+	'bloom filters by the hash of their bytes, for hash aggregation, hash joins and hash indexes';
+
 -- Planner support of the merges: those of values that do not change from
 -- row to row are computed once (see the README).
 CREATE FUNCTION cuckoo_merge_support(internal) RETURNS internal
@@ -305,6 +444,144 @@ COMMENT ON FUNCTION cuckoo_merge_support(internal) IS
 	'planner support of the cuckoo merges: a merge of values that do not change from row to row is computed once';
 
 ALTER FUNCTION cuckoo_union(cuckoo, cuckoo) SUPPORT cuckoo_merge_support;
+
+-- Comparing, as for bloom: byte equality, and an order that means nothing
+-- beyond it.  Cuckoo filters of the same values may differ in their bytes
+-- (where a fingerprint lands depends on insertion order).
+CREATE FUNCTION cuckoo_eq(cuckoo, cuckoo) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_eq(cuckoo, cuckoo) IS
+	'true if the filters have the same bytes; filters of the same values built with another n, p or layout are not equal';
+
+CREATE FUNCTION cuckoo_ne(cuckoo, cuckoo) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_ne(cuckoo, cuckoo) IS
+	'true unless the filters have the same bytes';
+
+CREATE FUNCTION cuckoo_lt(cuckoo, cuckoo) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_lt(cuckoo, cuckoo) IS
+	'true if the first filter sorts before the second (shorter first, then by bytes): an order for btree, meaningless beyond equality';
+
+CREATE FUNCTION cuckoo_le(cuckoo, cuckoo) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_le(cuckoo, cuckoo) IS
+	'true unless the first filter sorts after the second (shorter first, then by bytes): an order for btree, meaningless beyond equality';
+
+CREATE FUNCTION cuckoo_gt(cuckoo, cuckoo) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_gt(cuckoo, cuckoo) IS
+	'true if the first filter sorts after the second (shorter first, then by bytes): an order for btree, meaningless beyond equality';
+
+CREATE FUNCTION cuckoo_ge(cuckoo, cuckoo) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_ge(cuckoo, cuckoo) IS
+	'true unless the first filter sorts before the second (shorter first, then by bytes): an order for btree, meaningless beyond equality';
+
+CREATE FUNCTION cuckoo_cmp(cuckoo, cuckoo) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_cmp(cuckoo, cuckoo) IS
+	'btree support: -1, 0 or 1 as the first filter sorts before, equal to or after the second (shorter first, then by bytes)';
+
+CREATE FUNCTION cuckoo_hash(cuckoo) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_hash(cuckoo) IS
+	'hash support: a 32-bit hash of the filter''s bytes';
+
+CREATE FUNCTION cuckoo_hash_extended(cuckoo, bigint) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cuckoo_hash_extended(cuckoo, bigint) IS
+	'hash support: a 64-bit hash of the filter''s bytes under a seed';
+
+CREATE OPERATOR = (
+	LEFTARG = cuckoo,
+	RIGHTARG = cuckoo,
+	FUNCTION = cuckoo_eq,
+	COMMUTATOR = =,
+	NEGATOR = <>,
+	RESTRICT = pg_catalog.eqsel,
+	JOIN = pg_catalog.eqjoinsel,
+	HASHES,
+	MERGES
+);
+COMMENT ON OPERATOR = (cuckoo, cuckoo) IS 'filters have the same bytes';
+
+CREATE OPERATOR <> (
+	LEFTARG = cuckoo,
+	RIGHTARG = cuckoo,
+	FUNCTION = cuckoo_ne,
+	COMMUTATOR = <>,
+	NEGATOR = =,
+	RESTRICT = pg_catalog.neqsel,
+	JOIN = pg_catalog.neqjoinsel
+);
+COMMENT ON OPERATOR <> (cuckoo, cuckoo) IS 'filters differ in their bytes';
+
+CREATE OPERATOR < (
+	LEFTARG = cuckoo,
+	RIGHTARG = cuckoo,
+	FUNCTION = cuckoo_lt,
+	COMMUTATOR = >,
+	NEGATOR = >=,
+	RESTRICT = pg_catalog.scalarltsel,
+	JOIN = pg_catalog.scalarltjoinsel
+);
+COMMENT ON OPERATOR < (cuckoo, cuckoo) IS 'sorts before: shorter first, then by bytes (total, but meaningless beyond equality)';
+
+CREATE OPERATOR <= (
+	LEFTARG = cuckoo,
+	RIGHTARG = cuckoo,
+	FUNCTION = cuckoo_le,
+	COMMUTATOR = >=,
+	NEGATOR = >,
+	RESTRICT = pg_catalog.scalarlesel,
+	JOIN = pg_catalog.scalarlejoinsel
+);
+COMMENT ON OPERATOR <= (cuckoo, cuckoo) IS 'sorts before or equal: shorter first, then by bytes (total, but meaningless beyond equality)';
+
+CREATE OPERATOR > (
+	LEFTARG = cuckoo,
+	RIGHTARG = cuckoo,
+	FUNCTION = cuckoo_gt,
+	COMMUTATOR = <,
+	NEGATOR = <=,
+	RESTRICT = pg_catalog.scalargtsel,
+	JOIN = pg_catalog.scalargtjoinsel
+);
+COMMENT ON OPERATOR > (cuckoo, cuckoo) IS 'sorts after: shorter first, then by bytes (total, but meaningless beyond equality)';
+
+CREATE OPERATOR >= (
+	LEFTARG = cuckoo,
+	RIGHTARG = cuckoo,
+	FUNCTION = cuckoo_ge,
+	COMMUTATOR = <=,
+	NEGATOR = <,
+	RESTRICT = pg_catalog.scalargesel,
+	JOIN = pg_catalog.scalargejoinsel
+);
+COMMENT ON OPERATOR >= (cuckoo, cuckoo) IS 'sorts after or equal: shorter first, then by bytes (total, but meaningless beyond equality)';
+
+CREATE OPERATOR CLASS cuckoo_ops DEFAULT FOR TYPE cuckoo USING btree AS
+	OPERATOR 1 <,
+	OPERATOR 2 <=,
+	OPERATOR 3 =,
+	OPERATOR 4 >=,
+	OPERATOR 5 >,
+	FUNCTION 1 cuckoo_cmp(cuckoo, cuckoo),
+	FUNCTION 4 pg_catalog.btequalimage(oid);
+COMMENT ON OPERATOR FAMILY cuckoo_ops USING btree IS
+	'cuckoo filters in byte order (shorter first, then by bytes), for unique constraints, sorts and merge joins';
+COMMENT ON OPERATOR CLASS cuckoo_ops USING btree IS
+	'cuckoo filters in byte order (shorter first, then by bytes), for unique constraints, sorts and merge joins';
+
+CREATE OPERATOR CLASS cuckoo_ops DEFAULT FOR TYPE cuckoo USING hash AS
+	OPERATOR 1 =,
+	FUNCTION 1 cuckoo_hash(cuckoo),
+	FUNCTION 2 cuckoo_hash_extended(cuckoo, bigint);
+COMMENT ON OPERATOR FAMILY cuckoo_ops USING hash IS
+	'cuckoo filters by the hash of their bytes, for hash aggregation, hash joins and hash indexes';
+COMMENT ON OPERATOR CLASS cuckoo_ops USING hash IS
+	'cuckoo filters by the hash of their bytes, for hash aggregation, hash joins and hash indexes';
 
 --
 -- The amqfilter index access method (src/filter_index.c): a bloom filter of

@@ -29,6 +29,9 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET parallel_leader_participation = off;
+-- the grown filters warn that they are overfilled; their rate depends on
+-- how the workers split the rows, so the numbers would differ run to run
+SET client_min_messages = error;
 
 EXPLAIN (COSTS OFF)
   SELECT cuckoo_agg(id, 200000, 0.01), cuckoo_agg(id, 1000, 0.01) FROM big;

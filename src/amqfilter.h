@@ -12,6 +12,7 @@
  *	filter_io.c			access and the TOAST cache, hashing of Datums,
  *	filter_agg.c		text/binary I/O, aggregate plumbing, planner
  *	filter_selectivity.c	estimates of probes
+ *	filter_compare.c	equality, order and hashing of whole values
  *	bloom_type.c		per type: its descriptors, the memory it owns, merges
  *	cuckoo_type.c		and mismatch errors (bloom_type.h, cuckoo_type.h)
  *	bloom_ops.c ...		the SQL-visible functions of each type (*_ops.c,

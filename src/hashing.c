@@ -60,6 +60,7 @@
 #include "access/table.h"
 #include "access/stratnum.h"
 #include "catalog/dependency.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_enum.h"
 #include "catalog/pg_opfamily.h"
@@ -73,6 +74,7 @@
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
@@ -574,6 +576,9 @@ amq_hasher_get(FunctionCallInfo fcinfo, int argno)
 	return cache->hasher;
 }
 
+static void report_family_mismatch(const AmqHasher *hasher, uint32 family,
+								   const char *typname) pg_attribute_noreturn();
+
 /* Label hash of an enum value: the same after a restore renumbers its OID. */
 static uint64
 hash_enum_label(Oid value, uint64 seed)
@@ -634,22 +639,16 @@ amq_check_family(const AmqHasher *hasher, uint32 family, const char *typname)
 {
 	if (family != 0 && family != hasher->family &&
 		(hasher->legacy_family == 0 || family != hasher->legacy_family))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("a value of type %s cannot be a member of this %s",
-						format_type_be(hasher->type), typname),
-				 errdetail("The %s was built from values of another type, or under another "
-						   "nondeterministic collation; values of type %s are identified as \"%s\".",
-						   typname, format_type_be(hasher->type), hasher->identity),
-				 errhint("Cast the value to the type the filter was built from (a literal too: "
-						 "'42'::bigint), under the collation it was built with.")));
+		report_family_mismatch(hasher, family, typname);
 }
 
 /*
  * ----------------------------------------------------------------
  * From a filter's id back to what its values are, for bloom_info and
- * cuckoo_info.  An id is a hash, so the way back is to compute the ids of
- * this database's types and look the filter's up.  Once per call site.
+ * cuckoo_info, and for the error of a probe of the wrong type.  An id is a
+ * hash, so the way back is to compute the ids of this database's types and
+ * look the filter's up: once per call site of the functions, and only on
+ * the error's own path.
  * ----------------------------------------------------------------
  */
 
@@ -657,6 +656,11 @@ typedef struct AmqKnownFamily
 {
 	uint32		family;
 	char	   *identity;
+	Oid			type;			/* the type it is an identity of; InvalidOid
+								 * when the id does not tell the type (see
+								 * index_type) */
+	Oid			collation;		/* nondeterministic, or InvalidOid */
+	bool		legacy;			/* the id 0.1 recorded */
 } AmqKnownFamily;
 
 typedef struct AmqFamilyIndex
@@ -677,21 +681,29 @@ hashable(Oid type)
 }
 
 static void
-index_add(AmqFamilyIndex *index, int *room, uint32 family, const char *identity)
+index_add(AmqFamilyIndex *index, int *room, uint32 family, const char *identity,
+		  Oid type, Oid collation, bool legacy)
 {
+	AmqKnownFamily *entry;
+
 	if (index->count == *room)
 	{
 		*room *= 2;
 		index->entries = repalloc(index->entries, *room * sizeof(AmqKnownFamily));
 	}
-	index->entries[index->count].family = family;
-	index->entries[index->count].identity = pstrdup(identity);
-	index->count++;
+	entry = &index->entries[index->count++];
+	entry->family = family;
+	entry->identity = pstrdup(identity);
+	entry->type = type;
+	entry->collation = collation;
+	entry->legacy = legacy;
 }
 
 /*
  * Adds the identities of a type to the index: under no collation, under
  * each nondeterministic one if it is collatable, and the id 0.1 recorded.
+ * That last one tells the type only for a scalar: 0.1 recorded one id for
+ * every array, one for every range, one for every enum.
  */
 static void
 index_type(AmqFamilyIndex *index, int *room, Oid type, List *collations)
@@ -700,25 +712,59 @@ index_type(AmqFamilyIndex *index, int *room, Oid type, List *collations)
 	const char *unstable = NULL;
 	ListCell   *lc;
 	uint32		legacy;
+	bool		scalar;
 
 	initStringInfo(&buf);
 	append_identity(&buf, type, InvalidOid, false, &unstable);
-	index_add(index, room, family_id(buf.data), buf.data);
+	index_add(index, room, family_id(buf.data), buf.data, type, InvalidOid,
+			  false);
 	if (type_is_collatable(type))
 	{
 		foreach(lc, collations)
 		{
 			resetStringInfo(&buf);
 			append_identity(&buf, type, lfirst_oid(lc), false, &unstable);
-			index_add(index, room, family_id(buf.data), buf.data);
+			index_add(index, room, family_id(buf.data), buf.data, type,
+					  lfirst_oid(lc), false);
 		}
 	}
 	resetStringInfo(&buf);
 	append_family(&buf, hash_family_of(getBaseType(type)), true);
 	legacy = family_id(buf.data);
 	appendStringInfoString(&buf, " (as written by 0.1)");
-	index_add(index, room, legacy, buf.data);
+	scalar = !OidIsValid(get_element_type(type)) && !type_is_range(type) &&
+#if PG_VERSION_NUM >= 140000
+		!type_is_multirange(type) &&
+#endif
+		!type_is_enum(type);
+	index_add(index, room, legacy, buf.data, scalar ? type : InvalidOid,
+			  InvalidOid, true);
 	pfree(buf.data);
+}
+
+/*
+ * The entry naming what a filter of a family holds: one of this version's
+ * identities before one 0.1 recorded (a pg_catalog scalar's are the same
+ * id), else the first of the id; NULL when no entry has it.
+ */
+static const AmqKnownFamily *
+find_family(const AmqFamilyIndex *index, uint32 family)
+{
+	const AmqKnownFamily *legacy = NULL;
+	int			i;
+
+	for (i = 0; i < index->count; i++)
+	{
+		const AmqKnownFamily *entry = &index->entries[i];
+
+		if (entry->family != family)
+			continue;
+		if (!entry->legacy)
+			return entry;
+		if (legacy == NULL)
+			legacy = entry;
+	}
+	return legacy;
 }
 
 /*
@@ -779,16 +825,270 @@ text *
 amq_family_identity(FunctionCallInfo fcinfo, uint32 family)
 {
 	AmqCallCache *cache = amq_call_cache(fcinfo);
-	AmqFamilyIndex *index = cache->families;
-	int			i;
+	const AmqKnownFamily *found;
 
-	if (index == NULL)
-		index = cache->families = build_family_index(fcinfo->flinfo->fn_mcxt);
-	for (i = 0; i < index->count; i++)
-		if (index->entries[i].family == family)
-			return cstring_to_text(index->entries[i].identity);
+	if (cache->families == NULL)
+		cache->families = build_family_index(fcinfo->flinfo->fn_mcxt);
+	found = find_family(cache->families, family);
+	if (found != NULL)
+		return cstring_to_text(found->identity);
 	return cstring_to_text(psprintf("unknown (id %08x): a composite type, or one this database lacks",
 									family));
+}
+
+/*
+ * ----------------------------------------------------------------
+ * The error for a value that cannot be a member of a filter, naming what
+ * the filter holds.  Only this error path resolves the filter's id, with the
+ * index above: a probe that passes the check never pays for it.
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Where a schema comes in the search path, or after it: of two types or
+ * collations that stand for the same thing, the one a name written without
+ * a schema would find is named.
+ */
+static int
+namespace_rank(Oid nspid, List *search_path)
+{
+	ListCell   *lc;
+	int			rank = 0;
+
+	foreach(lc, search_path)
+	{
+		if (lfirst_oid(lc) == nspid)
+			return rank;
+		rank++;
+	}
+	return rank;
+}
+
+/*
+ * How well a type stands for the others of its identity in a message, by
+ * what it contains (bigint[] as bigint), lower first: a cast to it should
+ * take any value of the types hashed alike, so the preferred type of its
+ * category (text, double precision), else the widest (bigint, not integer);
+ * never a domain, which may refuse values (an array of one is indexed as a
+ * type of its own); then the first on the search path (enums of one name in
+ * two schemas).  Ties go to the lower OID, built-in types first.
+ */
+static void
+type_rank(Oid type, List *search_path, int rank[3])
+{
+	HeapTuple	tup;
+	Oid			inner = type;
+	Oid			next;
+	char		category;
+	bool		preferred;
+	int16		typlen;
+
+	for (;;)
+	{
+		if (OidIsValid(next = get_element_type(inner)))
+			inner = next;
+		else if (type_is_range(inner))
+			inner = get_range_subtype(inner);
+#if PG_VERSION_NUM >= 140000
+		else if (type_is_multirange(inner))
+			inner = get_multirange_range(inner);
+#endif
+		else
+			break;
+	}
+	get_type_category_preferred(inner, &category, &preferred);
+	typlen = get_typlen(inner);
+	rank[0] = get_typtype(inner) == TYPTYPE_DOMAIN ? 2 : preferred ? 0 : 1;
+	rank[1] = typlen < 0 ? 0 : PG_INT16_MAX - typlen;
+	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for type %u", type);
+	rank[2] = namespace_rank(((Form_pg_type) GETSTRUCT(tup))->typnamespace,
+							 search_path);
+	ReleaseSysCache(tup);
+}
+
+/*
+ * How well a collation stands for the others of its provider, locale and
+ * version, lower first: the first on the search path.
+ */
+static int
+collation_rank(Oid collation, List *search_path)
+{
+	HeapTuple	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collation));
+	int			rank;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for collation %u", collation);
+	rank = namespace_rank(((Form_pg_collation) GETSTRUCT(tup))->collnamespace,
+						  search_path);
+	ReleaseSysCache(tup);
+	return rank;
+}
+
+/* True if entry a stands better than entry b for their identity. */
+static bool
+entry_better(const AmqKnownFamily *a, const AmqKnownFamily *b,
+			 List *search_path)
+{
+	int			ra[3];
+	int			rb[3];
+	int			i;
+
+	if (a->type != b->type)
+	{
+		type_rank(a->type, search_path, ra);
+		type_rank(b->type, search_path, rb);
+		for (i = 0; i < 3; i++)
+			if (ra[i] != rb[i])
+				return ra[i] < rb[i];
+		return a->type < b->type;
+	}
+	if (a->collation != b->collation)
+	{
+		ra[0] = collation_rank(a->collation, search_path);
+		rb[0] = collation_rank(b->collation, search_path);
+		if (ra[0] != rb[0])
+			return ra[0] < rb[0];
+		return a->collation < b->collation;
+	}
+	return false;
+}
+
+/* What a filter of a family holds, as far as this database can tell. */
+typedef struct AmqElement
+{
+	const char *identity;		/* NULL: no type of this database has the id */
+	bool		collision;		/* types of different identities have it */
+	Oid			type;			/* the type to name, or InvalidOid */
+	Oid			collation;		/* nondeterministic, or InvalidOid */
+} AmqElement;
+
+/*
+ * Resolves a filter's id against this database's types (not its composite
+ * types: see build_family_index).  A type is named only when every entry of
+ * the id has the same identity and tells its type: an id 0.1 recorded for an
+ * array says nothing of its elements, and an id two identities share (a
+ * 32-bit hash) could be either.  Every type and collation of one identity
+ * hashes a value alike; entry_better picks the one to name.
+ */
+static void
+resolve_element(uint32 family, AmqElement *el)
+{
+	AmqFamilyIndex *index = build_family_index(CurrentMemoryContext);
+	const AmqKnownFamily *found = find_family(index, family);
+	const AmqKnownFamily *best = NULL;
+	List	   *search_path = fetch_search_path(false);
+	int			i;
+
+	memset(el, 0, sizeof(*el));
+	if (found == NULL)
+		return;
+	el->identity = found->identity;
+	for (i = 0; i < index->count; i++)
+	{
+		const AmqKnownFamily *e = &index->entries[i];
+
+		if (e->family != family || e->legacy != found->legacy)
+			continue;
+		if (strcmp(e->identity, found->identity) != 0)
+		{
+			el->collision = true;
+			return;
+		}
+		if (!OidIsValid(e->type))
+			return;
+		if (best == NULL || entry_better(e, best, search_path))
+			best = e;
+	}
+	el->type = best->type;
+	el->collation = best->collation;
+}
+
+/*
+ * " under collation ci" when a value of the type hashes by its collation
+ * (a nondeterministic one), else "".
+ */
+static const char *
+collation_phrase(Oid type, Oid collation)
+{
+	if (!OidIsValid(collation) || !type_is_collatable(type) ||
+		get_collation_isdeterministic(collation))
+		return "";
+	return psprintf(" under collation %s", generate_collation_name(collation));
+}
+
+/*
+ * Reports that values hashed by hasher cannot be members of a filter of the
+ * given family.  The message names what the filter holds and the hint a cast
+ * to it, when the filter's id resolves to a type of this database; when it
+ * does not, they say so rather than guess.
+ */
+static void
+report_family_mismatch(const AmqHasher *hasher, uint32 family,
+					   const char *typname)
+{
+	AmqElement el;
+	const char *value_type = format_type_be(hasher->type);
+	const char *value_collation = collation_phrase(hasher->type,
+												   hasher->collation);
+
+	resolve_element(family, &el);
+	if (OidIsValid(el.type))
+	{
+		const char *type = format_type_be(el.type);
+		const char *under = "";
+		const char *collate = "";
+		const char *example;
+		char		category;
+		bool		preferred;
+
+		/* '42' is a literal of numbers and strings, not of a date or array */
+		get_type_category_preferred(el.type, &category, &preferred);
+		example = category == TYPCATEGORY_NUMERIC ||
+			category == TYPCATEGORY_STRING ? "'42'" : "value";
+		if (OidIsValid(el.collation))
+		{
+			under = collation_phrase(el.type, el.collation);
+			collate = psprintf(" COLLATE %s",
+							   generate_collation_name(el.collation));
+		}
+		else if (*value_collation && type_is_collatable(el.type))
+		{
+			/* any deterministic collation hashes as the filter's did */
+			under = " under a deterministic collation";
+			collate = " COLLATE \"default\"";
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("a value of type %s%s cannot be a member of this %s of %s values%s",
+						value_type, value_collation, typname, type,
+						collation_phrase(el.type, el.collation)),
+				 errdetail("The filter's values are identified as \"%s\"; "
+						   "values of type %s are identified as \"%s\".",
+						   el.identity, value_type, hasher->identity),
+				 errhint("Cast the value to %s%s: %s::%s%s.",
+						 type, under, example, type, collate)));
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("a value of type %s%s cannot be a member of this %s",
+					value_type, value_collation, typname),
+			 el.identity == NULL ?
+			 errdetail("The filter's values are identified by id %08x, which no type of this "
+					   "database has (composite types are not looked up); values of type %s "
+					   "are identified as \"%s\".",
+					   family, value_type, hasher->identity) :
+			 el.collision ?
+			 errdetail("The filter's values are identified by id %08x, which types of "
+					   "different identities in this database share; values of type %s "
+					   "are identified as \"%s\".",
+					   family, value_type, hasher->identity) :
+			 errdetail("The filter's values are identified as \"%s\", which does not tell "
+					   "their type; values of type %s are identified as \"%s\".",
+					   el.identity, value_type, hasher->identity),
+			 errhint("Cast the value to the type the filter was built from, under the "
+					 "collation it was built with.")));
 }
 
 /*
