@@ -27,7 +27,7 @@ GLUE_SRCS = src/amqfilter.c src/filter_access.c src/hashing.c src/filter_io.c \
 	src/cuckoo_type.c src/cuckoo_ops.c src/cuckoo_agg.c src/partition_track.c \
 	src/filter_index.c src/filter_index_build.c src/filter_index_insert.c \
 	src/filter_index_scan.c \
-	src/partition_filter.c
+	src/partition_filter.c src/join_filter_plan.c src/join_filter_exec.c
 OBJS = $(CORE_SRCS:.c=.o) $(GLUE_SRCS:.c=.o)
 
 REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
@@ -36,7 +36,7 @@ REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 	cuckoo_parallel cuckoo_fpr identity cuckoo_limits merge_once filter_equality \
 	slice_probe selectivity \
 	bloom_counting partition_filter partition_stale partition_security \
-	antijoin recipes filter_index sizeless overfill safety
+	antijoin recipes filter_index sizeless overfill join_filter safety
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 UNIT_TESTS = $(patsubst %.c,%,$(wildcard test/test_*.c))

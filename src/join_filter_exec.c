@@ -1,0 +1,599 @@
+/*
+ * join_filter_exec.c
+ *		The two nodes of a runtime join filter (join_filter_plan.c puts
+ *		them into plans): "build" under a hash join's Hash node, "probe" on
+ *		the probe side.
+ *
+ * Build.  Passes the Hash node every row of the build side and keeps the
+ * hash of each row's key; when the build side ends it sizes a split block
+ * Bloom filter (core/amq_split_block.h, 12 bits a key) for the keys it saw (all of them: the Hash node reads the whole
+ * build side, every batch of a join that spills included) and adds them.
+ * Past amqfilter.join_filter_max_keys keys it stops keeping them and the
+ * filter is off.  The keys are hashed as they will be on the probe side:
+ * with the 64-bit hash function of the join operator's hash family for
+ * each side's type (equal values hash alike across its types), under the
+ * join's collation; integers inline, the same way for every width.
+ *
+ * Probe.  Until the filter is built (the join may read one probe-side row
+ * before building, to learn whether the probe side is empty) and when it is
+ * off, every row passes.  Then a row whose key is NULL, or whose key the
+ * filter rules out, is dropped: it has no match (the join's operators are
+ * strict, and a key the filter never saw was not in the build side).  The
+ * first JOIN_FILTER_WINDOW rows tested decide whether the filter pays: if
+ * it drops fewer than amqfilter.join_filter_min_rejected of them, the node
+ * stops testing and passes rows through.
+ *
+ * The build node finds a place for what it builds at executor start and
+ * stores its address in the plan's PARAM_EXEC slot for the filter; the
+ * probe nodes (started earlier: a join starts its probe side first) read it
+ * at their first row.  Both run in the process that runs the join.
+ */
+#include "postgres.h"
+
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "executor/nodeCustom.h"
+#include "miscadmin.h"
+#include "nodes/execnodes.h"
+#include "utils/lsyscache.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/ruleutils.h"
+
+#include "core/amq_split_block.h"
+#include "filter_glue.h"
+#include "join_filter.h"
+
+/* bits of filter a key: a false-positive rate of about 0.55% */
+#define JOIN_FILTER_BITS_PER_KEY	12.0
+/* the seed keys are hashed with, on both sides */
+#define JOIN_FILTER_SEED	UINT64CONST(0x616d716a6f696e66)
+/* probe-side rows tested before deciding whether the filter pays */
+#define JOIN_FILTER_WINDOW	65536
+
+typedef enum JoinFilterStatus
+{
+	JOIN_FILTER_COLLECTING,		/* the build side is being read */
+	JOIN_FILTER_READY,			/* built: probes test it */
+	JOIN_FILTER_OFF				/* too many keys: probes pass every row */
+} JoinFilterStatus;
+
+/* What the build node makes and the probe nodes read, in the query's memory */
+typedef struct JoinFilter
+{
+	JoinFilterStatus status;
+	uint64	   *hashes;			/* while collecting */
+	int64		nhashes;
+	int64		maxhashes;
+	int64		keys;			/* kept when built */
+	amq_split_block bloom;
+	MemoryContext cxt;
+} JoinFilter;
+
+/* The keys of a node and how to hash them. */
+typedef struct KeyHasher
+{
+	int			nkeys;
+	AttrNumber *columns;		/* a key that is a column of the row, or 0 */
+	ExprState **keys;			/* else its expression */
+	bool		any_expression;
+	FmgrInfo   *procs;			/* fn_oid InvalidOid: an integer, inline */
+	Oid		   *collations;
+	int16	   *int_widths;
+} KeyHasher;
+
+typedef struct JoinFilterState
+{
+	CustomScanState css;
+	JoinFilterSpec spec;
+	KeyHasher	hasher;
+	PlanState  *child;
+	JoinFilter *filter;			/* build: its own; probe: found at first row */
+	/* probe only */
+	bool		testing;		/* false once it stopped paying */
+	int64		tested;
+	int64		rejected;
+} JoinFilterState;
+
+/*
+ * ----------------------------------------------------------------
+ * Keys
+ * ----------------------------------------------------------------
+ */
+
+static void
+hasher_init(KeyHasher *hasher, JoinFilterState *node, List *keys)
+{
+	int			i = 0;
+	ListCell   *lc;
+
+	hasher->nkeys = node->spec.nkeys;
+	hasher->columns = palloc0(sizeof(AttrNumber) * hasher->nkeys);
+	hasher->keys = palloc0(sizeof(ExprState *) * hasher->nkeys);
+	hasher->procs = palloc0(sizeof(FmgrInfo) * hasher->nkeys);
+	hasher->collations = node->spec.collations;
+	hasher->int_widths = palloc0(sizeof(int16) * hasher->nkeys);
+	foreach(lc, keys)
+	{
+		Var		   *var = lfirst(lc);
+
+		if (IsA(var, Var) && var->varno == OUTER_VAR)
+			hasher->columns[i] = var->varattno;
+		else
+		{
+			hasher->keys[i] = ExecInitExpr(lfirst(lc), &node->css.ss.ps);
+			hasher->any_expression = true;
+		}
+		if (OidIsValid(node->spec.hash_procs[i]))
+			fmgr_info(node->spec.hash_procs[i], &hasher->procs[i]);
+		else
+			hasher->int_widths[i] = get_typlen(node->spec.types[i]);
+		i++;
+	}
+}
+
+/*
+ * The hash of a row's key (its columns' hashes mixed), or false if a
+ * column is NULL.
+ */
+static bool
+hash_row(KeyHasher *hasher, ExprContext *econtext, TupleTableSlot *slot,
+		 uint64 *hash)
+{
+	uint64		h = 0;
+	int			i;
+
+	/* columns are read from the row; expressions may allocate */
+	if (hasher->any_expression)
+	{
+		ResetExprContext(econtext);
+		econtext->ecxt_outertuple = slot;
+	}
+	for (i = 0; i < hasher->nkeys; i++)
+	{
+		bool		isnull;
+		Datum		value;
+		uint64		k;
+
+		if (hasher->columns[i] != 0)
+			value = slot_getattr(slot, hasher->columns[i], &isnull);
+		else
+			value = ExecEvalExprSwitchContext(hasher->keys[i], econtext, &isnull);
+		if (isnull)
+			return false;
+		if (hasher->int_widths[i] == 8)
+			k = amq_hash_int(DatumGetInt64(value), JOIN_FILTER_SEED);
+		else if (hasher->int_widths[i] == 4)
+			k = amq_hash_int(DatumGetInt32(value), JOIN_FILTER_SEED);
+		else if (hasher->int_widths[i] == 2)
+			k = amq_hash_int(DatumGetInt16(value), JOIN_FILTER_SEED);
+		else
+			k = DatumGetUInt64(FunctionCall2Coll(&hasher->procs[i], hasher->collations[i],
+												 value,
+												 UInt64GetDatum(JOIN_FILTER_SEED)));
+		/* order matters: (a, b) and (b, a) are different keys */
+		h = i == 0 ? k : (h ^ (k + UINT64CONST(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2)));
+	}
+	*hash = h;
+	return true;
+}
+
+/*
+ * ----------------------------------------------------------------
+ * Both nodes
+ * ----------------------------------------------------------------
+ */
+
+static Node *
+create_state(CustomScan *cscan, const CustomExecMethods *methods)
+{
+	JoinFilterState *node = palloc0(sizeof(JoinFilterState));
+
+	NodeSetTag(node, T_CustomScanState);
+	node->css.methods = methods;
+	amq_join_filter_spec_from_list(cscan->custom_private, &node->spec);
+	return (Node *) node;
+}
+
+/*
+ * Starts the child, and gives the node the child's kind of slot: rows are
+ * the child's, returned as they are.
+ */
+static void
+begin_common(JoinFilterState *node, EState *estate, int eflags)
+{
+	CustomScan *cscan = (CustomScan *) node->css.ss.ps.plan;
+	PlanState  *ps = &node->css.ss.ps;
+
+	node->child = ExecInitNode(outerPlan(cscan), estate, eflags);
+	outerPlanState(node) = node->child;
+	ps->outerops = ExecGetResultSlotOps(node->child, &ps->outeropsfixed);
+	ps->outeropsset = true;
+	ps->resultops = ps->outerops;
+	ps->resultopsfixed = ps->outeropsfixed;
+	ps->resultopsset = true;
+	hasher_init(&node->hasher, node, cscan->custom_exprs);
+}
+
+static void
+end_common(CustomScanState *css)
+{
+	ExecEndNode(((JoinFilterState *) css)->child);
+}
+
+/*
+ * Rescans the child: ExecReScan passed on the parameters that changed, and
+ * a child with changed parameters rescans itself when next read.
+ */
+static void
+rescan_child(JoinFilterState *node)
+{
+	if (node->child->chgParam == NULL)
+		ExecReScan(node->child);
+}
+
+/* "rfN (keys)", the keys as EXPLAIN writes expressions */
+static void
+explain_keys(JoinFilterState *node, List *ancestors, ExplainState *es)
+{
+	CustomScan *cscan = (CustomScan *) node->css.ss.ps.plan;
+	List	   *context = set_deparse_context_plan(es->deparse_cxt,
+												   node->css.ss.ps.plan, ancestors);
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "rf%d (", node->spec.filter_no);
+	foreach(lc, cscan->custom_exprs)
+	{
+		if (lc != list_head(cscan->custom_exprs))
+			appendStringInfoString(&buf, ", ");
+		appendStringInfoString(&buf, deparse_expression(lfirst(lc), context,
+														list_length(es->rtable) > 1 ||
+														es->verbose, false));
+	}
+	appendStringInfoChar(&buf, ')');
+	ExplainPropertyText("Runtime Filter", buf.data, es);
+}
+
+/*
+ * ----------------------------------------------------------------
+ * Build
+ * ----------------------------------------------------------------
+ */
+
+static Node *
+build_create(CustomScan *cscan);
+static void build_begin(CustomScanState *css, EState *estate, int eflags);
+static TupleTableSlot *build_exec(CustomScanState *css);
+static void build_rescan(CustomScanState *css);
+static void build_explain(CustomScanState *css, List *ancestors, ExplainState *es);
+
+static const CustomExecMethods build_exec_methods = {
+	.CustomName = "AmqRuntimeFilterBuild",
+	.BeginCustomScan = build_begin,
+	.ExecCustomScan = build_exec,
+	.EndCustomScan = end_common,
+	.ReScanCustomScan = build_rescan,
+	.ExplainCustomScan = build_explain,
+};
+
+const CustomScanMethods amq_join_filter_build_methods = {
+	.CustomName = "AmqRuntimeFilterBuild",
+	.CreateCustomScanState = build_create,
+};
+
+static Node *
+build_create(CustomScan *cscan)
+{
+	return create_state(cscan, &build_exec_methods);
+}
+
+/* Empties the filter for a new build (the start, a rescan that rebuilds). */
+static void
+filter_reset(JoinFilter *filter)
+{
+	MemoryContextReset(filter->cxt);
+	filter->status = JOIN_FILTER_COLLECTING;
+	filter->hashes = NULL;
+	filter->nhashes = 0;
+	filter->maxhashes = 0;
+	filter->keys = 0;
+	filter->bloom.words = NULL;
+	filter->bloom.nblocks = 0;
+}
+
+static void
+build_begin(CustomScanState *css, EState *estate, int eflags)
+{
+	JoinFilterState *node = (JoinFilterState *) css;
+	ParamExecData *param = &estate->es_param_exec_vals[node->spec.paramid];
+
+	begin_common(node, estate, eflags);
+	node->filter = MemoryContextAllocZero(estate->es_query_cxt, sizeof(JoinFilter));
+	node->filter->cxt = AllocSetContextCreate(estate->es_query_cxt,
+											  "runtime join filter",
+											  ALLOCSET_DEFAULT_SIZES);
+	filter_reset(node->filter);
+	/* a plan run with the setting off now: the probes pass every row */
+	if (!amq_join_filter)
+		node->filter->status = JOIN_FILTER_OFF;
+	param->value = PointerGetDatum(node->filter);
+	param->isnull = false;
+}
+
+/* Keeps one more key's hash, or turns the filter off past the limit. */
+static void
+filter_keep(JoinFilter *filter, uint64 hash)
+{
+	if (filter->nhashes == filter->maxhashes)
+	{
+		int64		grown = Max(filter->maxhashes * 2, 1024);
+
+		if (filter->nhashes >= amq_join_filter_max_keys)
+		{
+			MemoryContextReset(filter->cxt);
+			filter->hashes = NULL;
+			filter->status = JOIN_FILTER_OFF;
+			return;
+		}
+		grown = Min(grown, amq_join_filter_max_keys);
+		filter->hashes = filter->hashes == NULL ?
+			MemoryContextAllocHuge(filter->cxt, grown * sizeof(uint64)) :
+			repalloc_huge(filter->hashes, grown * sizeof(uint64));
+		filter->maxhashes = grown;
+	}
+	filter->hashes[filter->nhashes++] = hash;
+}
+
+/* The build side ended: size the filter for what it saw and fill it. */
+static void
+filter_build(JoinFilter *filter)
+{
+	int64		i;
+	Size		size;
+	char	   *raw;
+
+	if (filter->status != JOIN_FILTER_COLLECTING)
+		return;
+	filter->bloom.nblocks = amq_split_block_blocks(filter->nhashes,
+												   JOIN_FILTER_BITS_PER_KEY);
+	size = filter->bloom.nblocks * AMQ_SPLIT_BLOCK_BYTES;
+	raw = MemoryContextAllocHuge(filter->cxt, size + AMQ_SPLIT_BLOCK_BYTES);
+	filter->bloom.words = (uint32 *) TYPEALIGN(AMQ_SPLIT_BLOCK_BYTES, raw);
+	memset(filter->bloom.words, 0, size);
+	for (i = 0; i < filter->nhashes; i++)
+	{
+		if ((i & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+		amq_split_block_add(&filter->bloom, filter->hashes[i]);
+	}
+	filter->keys = filter->nhashes;
+	if (filter->hashes)
+		pfree(filter->hashes);
+	filter->hashes = NULL;
+	filter->status = JOIN_FILTER_READY;
+}
+
+static TupleTableSlot *
+build_exec(CustomScanState *css)
+{
+	JoinFilterState *node = (JoinFilterState *) css;
+	TupleTableSlot *slot = ExecProcNode(node->child);
+	uint64		hash;
+
+	if (TupIsNull(slot))
+	{
+		filter_build(node->filter);
+		return slot;
+	}
+	/* a NULL key is not in the hash table: never asked for */
+	if (node->filter->status == JOIN_FILTER_COLLECTING &&
+		hash_row(&node->hasher, css->ss.ps.ps_ExprContext, slot, &hash))
+		filter_keep(node->filter, hash);
+	return slot;
+}
+
+/* A rescan reads the build side again: the join rebuilds its hash table. */
+static void
+build_rescan(CustomScanState *css)
+{
+	JoinFilterState *node = (JoinFilterState *) css;
+
+	filter_reset(node->filter);
+	if (!amq_join_filter)
+		node->filter->status = JOIN_FILTER_OFF;
+	rescan_child(node);
+}
+
+static void
+build_explain(CustomScanState *css, List *ancestors, ExplainState *es)
+{
+	JoinFilterState *node = (JoinFilterState *) css;
+	JoinFilter *filter = node->filter;
+
+	explain_keys(node, ancestors, es);
+	if (!es->analyze || filter == NULL)
+		return;
+	if (filter->status == JOIN_FILTER_READY)
+	{
+		ExplainPropertyInteger("Runtime Filter Keys", NULL, filter->keys, es);
+		ExplainPropertyInteger("Runtime Filter Size", "kB",
+							   (int64) ((filter->bloom.nblocks * AMQ_SPLIT_BLOCK_BYTES + 1023) / 1024),
+							   es);
+	}
+	else if (filter->status == JOIN_FILTER_OFF)
+		ExplainPropertyText("Runtime Filter Off", amq_join_filter ?
+							"more keys than amqfilter.join_filter_max_keys" :
+							"amqfilter.join_filter is off", es);
+	else
+		ExplainPropertyText("Runtime Filter Built", "no", es);
+}
+
+/*
+ * ----------------------------------------------------------------
+ * Probe
+ * ----------------------------------------------------------------
+ */
+
+static Node *probe_create(CustomScan *cscan);
+static void probe_begin(CustomScanState *css, EState *estate, int eflags);
+static TupleTableSlot *probe_exec(CustomScanState *css);
+static void probe_rescan(CustomScanState *css);
+static void probe_explain(CustomScanState *css, List *ancestors, ExplainState *es);
+
+static const CustomExecMethods probe_exec_methods = {
+	.CustomName = "AmqRuntimeFilter",
+	.BeginCustomScan = probe_begin,
+	.ExecCustomScan = probe_exec,
+	.EndCustomScan = end_common,
+	.ReScanCustomScan = probe_rescan,
+	.ExplainCustomScan = probe_explain,
+};
+
+const CustomScanMethods amq_join_filter_probe_methods = {
+	.CustomName = "AmqRuntimeFilter",
+	.CreateCustomScanState = probe_create,
+};
+
+static Node *
+probe_create(CustomScan *cscan)
+{
+	return create_state(cscan, &probe_exec_methods);
+}
+
+static void
+probe_begin(CustomScanState *css, EState *estate, int eflags)
+{
+	JoinFilterState *node = (JoinFilterState *) css;
+
+	begin_common(node, estate, eflags);
+	node->testing = true;
+}
+
+/* Stops testing if the first rows tested show the filter does not pay. */
+static void
+probe_decide(JoinFilterState *node)
+{
+	if (node->tested == JOIN_FILTER_WINDOW &&
+		(double) node->rejected < amq_join_filter_min_rejected * (double) node->tested)
+		node->testing = false;
+}
+
+static TupleTableSlot *
+probe_exec(CustomScanState *css)
+{
+	JoinFilterState *node = (JoinFilterState *) css;
+	PlanState  *ps = &css->ss.ps;
+	JoinFilter *filter = node->filter;
+
+	if (unlikely(filter == NULL))
+	{
+		ParamExecData *param = &ps->state->es_param_exec_vals[node->spec.paramid];
+
+		/* the build node starts with the join, before any row is read */
+		if (param->isnull || param->value == (Datum) 0)
+			elog(ERROR, "runtime join filter %d has no build side", node->spec.filter_no);
+		filter = node->filter = (JoinFilter *) DatumGetPointer(param->value);
+	}
+	for (;;)
+	{
+		TupleTableSlot *slot = ExecProcNode(node->child);
+		uint64		hash;
+
+		if (TupIsNull(slot))
+			return slot;
+		if (filter->status != JOIN_FILTER_READY || !node->testing)
+		{
+			InstrCountFiltered2(node, 1);
+			return slot;
+		}
+		node->tested++;
+		if (hash_row(&node->hasher, ps->ps_ExprContext, slot, &hash) &&
+			amq_split_block_may_contain(&filter->bloom, hash))
+		{
+			probe_decide(node);
+			return slot;
+		}
+		node->rejected++;
+		InstrCountFiltered1(node, 1);
+		probe_decide(node);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+static void
+probe_rescan(CustomScanState *css)
+{
+	rescan_child((JoinFilterState *) css);
+}
+
+static void
+probe_explain(CustomScanState *css, List *ancestors, ExplainState *es)
+{
+	JoinFilterState *node = (JoinFilterState *) css;
+	Instrumentation *instr = css->ss.ps.instrument;
+
+	explain_keys(node, ancestors, es);
+	if (!es->analyze || instr == NULL)
+		return;
+	/* per loop, as EXPLAIN shows rows, summed over parallel workers */
+	if (instr->nloops > 0)
+	{
+		ExplainPropertyFloat("Rows Rejected by Runtime Filter", NULL,
+							 instr->nfiltered1 / instr->nloops, 0, es);
+		ExplainPropertyFloat("Rows Not Tested", NULL,
+							 instr->nfiltered2 / instr->nloops, 0, es);
+	}
+	if (!node->testing)
+		ExplainPropertyText("Runtime Filter Stopped",
+							psprintf("after " INT64_FORMAT " rows, " INT64_FORMAT " rejected",
+									 node->tested, node->rejected), es);
+}
+
+/*
+ * ----------------------------------------------------------------
+ * Settings and registration
+ * ----------------------------------------------------------------
+ */
+
+bool		amq_join_filter = false;
+int			amq_join_filter_max_keys = 10000000;
+double		amq_join_filter_min_probe_rows = 10000;
+double		amq_join_filter_min_rejected = 0.25;
+
+void
+amq_join_filter_init(void)
+{
+	DefineCustomBoolVariable("amqfilter.join_filter",
+							 "Adds runtime Bloom filters to hash joins.",
+							 "Off by default while the feature is new: the filter only "
+							 "ever drops rows that cannot match, but it changes plans "
+							 "that users have tuned, and its choice of joins is by "
+							 "estimates and a first sample of rows.",
+							 &amq_join_filter, false, PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("amqfilter.join_filter_max_keys",
+							"The most build-side keys a runtime join filter holds.",
+							"A join whose build side is estimated to have more rows "
+							"gets no filter, and one found to have more turns its "
+							"filter off (8 bytes a key while the build side is read, "
+							"about 1.2 after).",
+							&amq_join_filter_max_keys, 10000000, 1, INT_MAX / 2,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomRealVariable("amqfilter.join_filter_min_probe_rows",
+							 "The fewest probe-side rows, as estimated, for which a "
+							 "hash join gets a runtime filter.",
+							 NULL,
+							 &amq_join_filter_min_probe_rows, 10000, 0, 1e15,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomRealVariable("amqfilter.join_filter_min_rejected",
+							 "The share of the first probe-side rows a runtime join "
+							 "filter must reject to keep testing.",
+							 "0 keeps every filter testing every row.",
+							 &amq_join_filter_min_rejected, 0.25, 0, 1,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	RegisterCustomScanMethods(&amq_join_filter_build_methods);
+	RegisterCustomScanMethods(&amq_join_filter_probe_methods);
+	amq_join_filter_install_planner_hook();
+}
