@@ -116,8 +116,8 @@ SET amqfilter.join_filter = on;
 SET enable_nestloop = off;
 
 -- parallel: each worker's hash join builds its own filter from the whole
--- build side (a Parallel Hash, whose build side is split between the
--- processes, gets none)
+-- build side; a Parallel Hash join, whose build side is split between the
+-- processes, shares one
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
@@ -126,8 +126,13 @@ SET enable_parallel_hash = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM jf_fact f JOIN jf_dim d ON d.id = f.dim_id;
 SELECT count(*) FROM jf_fact f JOIN jf_dim d ON d.id = f.dim_id;
 SET enable_parallel_hash = on;
-EXPLAIN (COSTS OFF) SELECT count(*) FROM jf_fact f JOIN jf_fact g ON g.id = f.id;
-SELECT count(*) FROM jf_fact f JOIN jf_fact g ON g.id = f.id;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM jf_fact f JOIN jf_fact g ON g.id = f.id AND g.note LIKE 'n1%';
+SELECT count(*) FROM jf_fact f JOIN jf_fact g ON g.id = f.id AND g.note LIKE 'n1%';
+SELECT count(*) FROM jf_fact f WHERE f.id IN (SELECT id FROM jf_fact g WHERE g.note LIKE 'n1%');
+-- a Parallel Hash join that spills
+SET work_mem = '64kB';
+SELECT count(*) FROM jf_fact f JOIN jf_fact g ON g.id = f.id AND g.note LIKE 'n1%';
+RESET work_mem;
 RESET max_parallel_workers_per_gather;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
@@ -139,9 +144,9 @@ SET max_parallel_workers_per_gather = 0;
 -- Randomized: 1,000 generated joins over small tables with NULLs,
 -- duplicates, integers of every width against each other, numeric, text
 -- under "C" and a case-insensitive collation, expression keys, one to three
--- tables, inner, left, right, full, semi and anti joins; each run with the
--- filter forced on and off, the results compared row for row (EXCEPT ALL
--- both ways).
+-- tables, inner, left, right, full, semi and anti joins, serial and
+-- parallel, spilling or not; each run with the filter forced on and off,
+-- the results compared row for row (EXCEPT ALL both ways).
 --
 CREATE COLLATION jf_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
 SELECT setseed(0.4242);
@@ -228,6 +233,16 @@ BEGIN
     PERFORM set_config('enable_mergejoin', CASE WHEN random() < 0.8 THEN 'off' ELSE 'on' END, true);
     PERFORM set_config('enable_nestloop', CASE WHEN random() < 0.8 THEN 'off' ELSE 'on' END, true);
     PERFORM set_config('work_mem', CASE WHEN random() < 0.2 THEN '64kB' ELSE '4MB' END, true);
+    -- and sometimes parallel, with or without Parallel Hash
+    IF random() < 0.1 THEN
+      PERFORM set_config('max_parallel_workers_per_gather', '2', true);
+      PERFORM set_config('parallel_setup_cost', '0', true);
+      PERFORM set_config('parallel_tuple_cost', '0', true);
+      PERFORM set_config('min_parallel_table_scan_size', '0', true);
+      PERFORM set_config('enable_parallel_hash', CASE WHEN random() < 0.5 THEN 'on' ELSE 'off' END, true);
+    ELSE
+      PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+    END IF;
     PERFORM set_config('amqfilter.join_filter', 'on', true);
     FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
       IF plan LIKE '%AmqRuntimeFilterBuild%' THEN filtered := filtered + 1; EXIT; END IF;

@@ -35,6 +35,9 @@
 #include "executor/nodeCustom.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
+#include "port/atomics.h"
+#include "storage/spin.h"
+#include "utils/dsa.h"
 #include "utils/lsyscache.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -54,20 +57,57 @@
 typedef enum JoinFilterStatus
 {
 	JOIN_FILTER_COLLECTING,		/* the build side is being read */
+	JOIN_FILTER_BUILDING,		/* shared: one process fills it */
 	JOIN_FILTER_READY,			/* built: probes test it */
 	JOIN_FILTER_OFF				/* too many keys: probes pass every row */
 } JoinFilterStatus;
 
-/* What the build node makes and the probe nodes read, in the query's memory */
+/*
+ * A Parallel Hash join's build side is read by several processes, each a
+ * part.  Each keeps its part's hashes and, when its part ends, hands them
+ * over in the query's shared memory (a chunk of its DSA area).  The join
+ * probes only once every process that read a part has finished it (its
+ * build barrier), so the first probe, in whichever process, finds every
+ * chunk: it builds the filter once, in shared memory, while probes in the
+ * other processes pass their rows untested until it is ready.  Nobody waits
+ * here: a process waiting at the end of its part could stall the join's own
+ * build, which needs every process still hashing to help it grow.
+ */
+typedef struct JoinFilterShared
+{
+	slock_t		mutex;			/* guards the fields below but status */
+	pg_atomic_uint32 status;	/* a JoinFilterStatus */
+	dsa_pointer chunks;			/* the parts' hashes, a list of HashChunk */
+	int64		total;
+	bool		too_many;
+	dsa_pointer words;			/* the filter, once ready */
+	uint64		nblocks;
+} JoinFilterShared;
+
+typedef struct HashChunk
+{
+	dsa_pointer next;
+	int64		n;
+	uint64		hashes[FLEXIBLE_ARRAY_MEMBER];
+} HashChunk;
+
+/*
+ * What the build node makes and the probe nodes read, in the process's
+ * query memory; for a Parallel Hash join, a process's view of the shared
+ * filter.
+ */
 typedef struct JoinFilter
 {
-	JoinFilterStatus status;
+	JoinFilterStatus status;	/* of this process's own filter */
 	uint64	   *hashes;			/* while collecting */
 	int64		nhashes;
 	int64		maxhashes;
+	bool		handed_over;	/* shared: this part's hashes are */
 	int64		keys;			/* kept when built */
-	amq_split_block bloom;
+	amq_split_block bloom;		/* own, or the shared one mapped here */
 	MemoryContext cxt;
+	JoinFilterShared *shared;	/* a Parallel Hash join's, or NULL */
+	dsa_area   *area;
 } JoinFilter;
 
 /* The keys of a node and how to hash them. */
@@ -268,6 +308,14 @@ static void build_begin(CustomScanState *css, EState *estate, int eflags);
 static TupleTableSlot *build_exec(CustomScanState *css);
 static void build_rescan(CustomScanState *css);
 static void build_explain(CustomScanState *css, List *ancestors, ExplainState *es);
+static Size build_estimate_dsm(CustomScanState *css, ParallelContext *pcxt);
+static void build_initialize_dsm(CustomScanState *css, ParallelContext *pcxt,
+								 void *coordinate);
+static void build_reinitialize_dsm(CustomScanState *css, ParallelContext *pcxt,
+								   void *coordinate);
+static void build_initialize_worker(CustomScanState *css, shm_toc *toc,
+									void *coordinate);
+static void build_shutdown(CustomScanState *css);
 
 static const CustomExecMethods build_exec_methods = {
 	.CustomName = "AmqRuntimeFilterBuild",
@@ -275,6 +323,11 @@ static const CustomExecMethods build_exec_methods = {
 	.ExecCustomScan = build_exec,
 	.EndCustomScan = end_common,
 	.ReScanCustomScan = build_rescan,
+	.EstimateDSMCustomScan = build_estimate_dsm,
+	.InitializeDSMCustomScan = build_initialize_dsm,
+	.ReInitializeDSMCustomScan = build_reinitialize_dsm,
+	.InitializeWorkerCustomScan = build_initialize_worker,
+	.ShutdownCustomScan = build_shutdown,
 	.ExplainCustomScan = build_explain,
 };
 
@@ -299,6 +352,7 @@ filter_reset(JoinFilter *filter)
 	filter->nhashes = 0;
 	filter->maxhashes = 0;
 	filter->keys = 0;
+	filter->handed_over = false;
 	filter->bloom.words = NULL;
 	filter->bloom.nblocks = 0;
 }
@@ -375,6 +429,133 @@ filter_build(JoinFilter *filter)
 	filter->status = JOIN_FILTER_READY;
 }
 
+/*
+ * A process's part of a Parallel Hash join's build side ended: its hashes
+ * go to shared memory for whichever process builds the filter.
+ */
+static void
+filter_hand_over(JoinFilter *filter)
+{
+	JoinFilterShared *shared = filter->shared;
+	dsa_pointer chunk_dp = InvalidDsaPointer;
+
+	if (filter->handed_over)
+		return;
+	filter->handed_over = true;
+	if (filter->status == JOIN_FILTER_COLLECTING && filter->nhashes > 0)
+	{
+		HashChunk  *chunk;
+
+		chunk_dp = dsa_allocate_extended(filter->area,
+										 offsetof(HashChunk, hashes) +
+										 filter->nhashes * sizeof(uint64),
+										 DSA_ALLOC_HUGE);
+		chunk = dsa_get_address(filter->area, chunk_dp);
+		chunk->n = filter->nhashes;
+		memcpy(chunk->hashes, filter->hashes, filter->nhashes * sizeof(uint64));
+	}
+	SpinLockAcquire(&shared->mutex);
+	if (filter->status == JOIN_FILTER_OFF)
+		shared->too_many = true;
+	else if (DsaPointerIsValid(chunk_dp))
+	{
+		((HashChunk *) dsa_get_address(filter->area, chunk_dp))->next = shared->chunks;
+		shared->chunks = chunk_dp;
+		shared->total += filter->nhashes;
+	}
+	SpinLockRelease(&shared->mutex);
+	MemoryContextReset(filter->cxt);
+	filter->hashes = NULL;
+	filter->nhashes = filter->maxhashes = 0;
+}
+
+/* Builds the shared filter from every part's hashes (one process does). */
+static void
+shared_build(JoinFilter *filter)
+{
+	JoinFilterShared *shared = filter->shared;
+	dsa_pointer chunk_dp = shared->chunks;
+	dsa_pointer words_dp;
+	amq_split_block bloom;
+	Size		size;
+
+	if (shared->too_many || shared->total > amq_join_filter_max_keys)
+	{
+		pg_atomic_write_u32(&shared->status, JOIN_FILTER_OFF);
+		return;
+	}
+	bloom.nblocks = amq_split_block_blocks(shared->total, JOIN_FILTER_BITS_PER_KEY);
+	size = bloom.nblocks * AMQ_SPLIT_BLOCK_BYTES;
+	words_dp = dsa_allocate_extended(filter->area, size + AMQ_SPLIT_BLOCK_BYTES,
+									 DSA_ALLOC_HUGE | DSA_ALLOC_ZERO);
+	bloom.words = (uint32 *) TYPEALIGN(AMQ_SPLIT_BLOCK_BYTES,
+									   dsa_get_address(filter->area, words_dp));
+	while (DsaPointerIsValid(chunk_dp))
+	{
+		HashChunk  *chunk = dsa_get_address(filter->area, chunk_dp);
+		dsa_pointer next = chunk->next;
+		int64		i;
+
+		for (i = 0; i < chunk->n; i++)
+		{
+			if ((i & 0xFFFF) == 0)
+				CHECK_FOR_INTERRUPTS();
+			amq_split_block_add(&bloom, chunk->hashes[i]);
+		}
+		dsa_free(filter->area, chunk_dp);
+		chunk_dp = next;
+	}
+	shared->chunks = InvalidDsaPointer;
+	shared->words = words_dp;
+	shared->nblocks = bloom.nblocks;
+	/* the words and their address before the status that publishes them */
+	pg_write_barrier();
+	pg_atomic_write_u32(&shared->status, JOIN_FILTER_READY);
+}
+
+/*
+ * The filter a probe tests, or NULL when rows pass untested (not built
+ * yet, or off).  A Parallel Hash join's filter is built by the first probe
+ * that finds the build side done.
+ */
+static const amq_split_block *
+filter_for_probe(JoinFilter *filter)
+{
+	JoinFilterShared *shared = filter->shared;
+	uint32		status;
+
+	if (shared == NULL)
+		return filter->status == JOIN_FILTER_READY && filter->bloom.words ?
+			&filter->bloom : NULL;
+	if (filter->bloom.words != NULL)
+		return &filter->bloom;
+	status = pg_atomic_read_u32(&shared->status);
+	if (status == JOIN_FILTER_COLLECTING)
+	{
+		bool		mine = false;
+
+		SpinLockAcquire(&shared->mutex);
+		if (pg_atomic_read_u32(&shared->status) == JOIN_FILTER_COLLECTING)
+		{
+			pg_atomic_write_u32(&shared->status, JOIN_FILTER_BUILDING);
+			mine = true;
+		}
+		SpinLockRelease(&shared->mutex);
+		if (mine)
+			shared_build(filter);
+		status = pg_atomic_read_u32(&shared->status);
+	}
+	if (status != JOIN_FILTER_READY)
+		return NULL;
+	pg_read_barrier();
+	filter->bloom.nblocks = shared->nblocks;
+	filter->bloom.words = (uint32 *) TYPEALIGN(AMQ_SPLIT_BLOCK_BYTES,
+											   dsa_get_address(filter->area, shared->words));
+	filter->keys = shared->total;
+	filter->status = JOIN_FILTER_READY;
+	return &filter->bloom;
+}
+
 static TupleTableSlot *
 build_exec(CustomScanState *css)
 {
@@ -384,7 +565,10 @@ build_exec(CustomScanState *css)
 
 	if (TupIsNull(slot))
 	{
-		filter_build(node->filter);
+		if (node->filter->shared)
+			filter_hand_over(node->filter);
+		else
+			filter_build(node->filter);
 		return slot;
 	}
 	/* a NULL key is not in the hash table: never asked for */
@@ -404,6 +588,91 @@ build_rescan(CustomScanState *css)
 	if (!amq_join_filter)
 		node->filter->status = JOIN_FILTER_OFF;
 	rescan_child(node);
+}
+
+/*
+ * A Parallel Hash join's build node (the only parallel-aware one): its
+ * shared state in the parallel query's memory.
+ */
+static Size
+build_estimate_dsm(CustomScanState *css, ParallelContext *pcxt)
+{
+	return sizeof(JoinFilterShared);
+}
+
+static void
+shared_init(JoinFilterShared *shared)
+{
+	SpinLockInit(&shared->mutex);
+	pg_atomic_init_u32(&shared->status, amq_join_filter ? JOIN_FILTER_COLLECTING :
+					   JOIN_FILTER_OFF);
+	shared->chunks = InvalidDsaPointer;
+	shared->total = 0;
+	shared->too_many = false;
+	shared->words = InvalidDsaPointer;
+	shared->nblocks = 0;
+}
+
+static void
+build_initialize_dsm(CustomScanState *css, ParallelContext *pcxt, void *coordinate)
+{
+	JoinFilter *filter = ((JoinFilterState *) css)->filter;
+
+	shared_init(coordinate);
+	filter->shared = coordinate;
+	filter->area = css->ss.ps.state->es_query_dsa;
+}
+
+/* A rescan of the parallel query: the shared filter starts over. */
+static void
+build_reinitialize_dsm(CustomScanState *css, ParallelContext *pcxt, void *coordinate)
+{
+	JoinFilter *filter = ((JoinFilterState *) css)->filter;
+	JoinFilterShared *shared = coordinate;
+	dsa_pointer chunk_dp = shared->chunks;
+
+	while (DsaPointerIsValid(chunk_dp))
+	{
+		dsa_pointer next = ((HashChunk *) dsa_get_address(filter->area, chunk_dp))->next;
+
+		dsa_free(filter->area, chunk_dp);
+		chunk_dp = next;
+	}
+	if (DsaPointerIsValid(shared->words))
+		dsa_free(filter->area, shared->words);
+	shared_init(shared);
+	filter->bloom.words = NULL;
+}
+
+static void
+build_initialize_worker(CustomScanState *css, shm_toc *toc, void *coordinate)
+{
+	JoinFilter *filter = ((JoinFilterState *) css)->filter;
+
+	filter->shared = coordinate;
+	filter->area = css->ss.ps.state->es_query_dsa;
+}
+
+/*
+ * The parallel query's memory goes after this: what EXPLAIN shows is copied
+ * out, and the filter is no longer used.
+ */
+static void
+build_shutdown(CustomScanState *css)
+{
+	JoinFilter *filter = ((JoinFilterState *) css)->filter;
+	JoinFilterShared *shared = filter->shared;
+
+	if (shared == NULL)
+		return;
+	filter->status = (JoinFilterStatus) pg_atomic_read_u32(&shared->status);
+	if (filter->status == JOIN_FILTER_READY)
+	{
+		filter->keys = shared->total;
+		filter->bloom.nblocks = shared->nblocks;
+	}
+	filter->bloom.words = NULL;
+	filter->shared = NULL;
 }
 
 static void
@@ -499,18 +768,19 @@ probe_exec(CustomScanState *css)
 	for (;;)
 	{
 		TupleTableSlot *slot = ExecProcNode(node->child);
+		const amq_split_block *bloom;
 		uint64		hash;
 
 		if (TupIsNull(slot))
 			return slot;
-		if (filter->status != JOIN_FILTER_READY || !node->testing)
+		if (!node->testing || (bloom = filter_for_probe(filter)) == NULL)
 		{
 			InstrCountFiltered2(node, 1);
 			return slot;
 		}
 		node->tested++;
 		if (hash_row(&node->hasher, ps->ps_ExprContext, slot, &hash) &&
-			amq_split_block_may_contain(&filter->bloom, hash))
+			amq_split_block_may_contain(bloom, hash))
 		{
 			probe_decide(node);
 			return slot;

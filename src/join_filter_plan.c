@@ -40,9 +40,10 @@
  * (aggregates, limits, subquery scans, function scans...).  A key that is
  * an expression is tested right under the join.
  *
- * Not yet: a parallel-aware hash join (Parallel Hash), whose build side is
- * split between processes; its filter would have to be shared.  Such joins
- * are left as they are.
+ * Parallel.  A hash join run by each process of a parallel plan reads
+ * the whole build side in each: each builds its own filter.  A Parallel
+ * Hash join splits the build side between the processes: its build node is
+ * parallel-aware and the filter is shared (join_filter_exec.c).
  */
 #include "postgres.h"
 
@@ -402,8 +403,7 @@ add_filter(Rewrite *rw, HashJoin *join)
 	JoinFilterSpec probe;
 	int			i;
 
-	if (!join_may_filter(join->join.jointype) || !IsA(hash, Hash) ||
-		hash->plan.parallel_aware || nkeys == 0 ||
+	if (!join_may_filter(join->join.jointype) || !IsA(hash, Hash) || nkeys == 0 ||
 		list_length(hash->hashkeys) != nkeys)
 		return;
 	/* a probe side too small to gain, a build side too large to hold */
@@ -436,6 +436,8 @@ add_filter(Rewrite *rw, HashJoin *join)
 	hash->plan.lefttree = make_filter_node(rw, &amq_join_filter_build_methods,
 										   hash->plan.lefttree,
 										   copyObject(hash->hashkeys), &spec);
+	/* a Parallel Hash's build side is split: the filter is shared */
+	hash->plan.lefttree->parallel_aware = hash->plan.parallel_aware;
 	place_probe(rw, &join->join.plan.lefttree, copyObject(join->hashkeys), &probe);
 }
 
