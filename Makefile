@@ -33,7 +33,7 @@ OBJS = $(CORE_SRCS:.c=.o) $(GLUE_SRCS:.c=.o)
 REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 	bloom_parallel bloom_fpr \
 	cuckoo_basic cuckoo_hashing cuckoo_agg cuckoo_io cuckoo_malformed \
-	cuckoo_parallel cuckoo_fpr identity cuckoo_limits merge_once filter_equality \
+	cuckoo_parallel cuckoo_fpr identity collation_identity cuckoo_limits merge_once filter_equality \
 	slice_probe selectivity \
 	bloom_counting partition_filter partition_stale partition_security \
 	antijoin recipes filter_index sizeless overfill join_filter safety

@@ -86,7 +86,12 @@ typedef struct AmqHasher
 								 * hash functions (computed inline), else 0 */
 	bool		enum_by_label;	/* an enum, hashed by label (see hashing.c) */
 	uint32		family;			/* id of this version's identity */
-	uint32		legacy_family;	/* id 0.1 recorded, if different, else 0 */
+	uint32		legacy_family;	/* id 0.1 recorded, if different, else 0;
+								 * never accepted when collated */
+	bool		collated;		/* the identity names the (nondeterministic)
+								 * collation the values hash under */
+	uint32		plain_family;	/* collated: the id of the type's values under
+								 * a deterministic collation, else 0 */
 	const char *unstable;		/* why a restore would change the hashes */
 	char		identity[256];	/* identity text, for messages */
 	FmgrInfo	proc;			/* extended (64-bit, seeded) hash support */

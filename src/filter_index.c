@@ -47,6 +47,7 @@
 #include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
+#include "utils/ruleutils.h"
 #include "utils/syscache.h"
 
 #include "amqfilter.h"
@@ -450,15 +451,52 @@ open_index_checked(Oid indexoid, const char *fname)
 }
 
 /*
+ * Errors unless a value of type under collation can be looked up in the
+ * index.  The index hashes values under its column's collation.  That
+ * answers for a value under any deterministic collation: values equal under
+ * one are the same bytes, which are equal under every collation and hash
+ * alike under the column's.  It cannot answer for one under a
+ * nondeterministic collation other than the column's: values equal under
+ * it ('apple' and 'APPLE' under a case-insensitive one) can hash apart
+ * under the column's, and a "no" would then deny a value the probe's "="
+ * finds.  That is an error, as for a filter (hashing.c), with the same
+ * SQLSTATE.  (The planner never uses the index for a comparison under
+ * another collation than the column's: a scan reads the table instead.)
+ */
+static void
+check_value_collation(Relation index, Oid type, Oid collation)
+{
+	Oid			column_collation = index->rd_indcollation[0];
+
+	if (!OidIsValid(collation) || collation == column_collation ||
+		!type_is_collatable(type) || get_collation_isdeterministic(collation))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("a value under collation %s cannot be looked up in index \"%s\" of a column under collation %s",
+					generate_collation_name(collation), RelationGetRelationName(index),
+					OidIsValid(column_collation) ?
+					generate_collation_name(column_collation) : "\"default\""),
+			 errdetail("The index hashes values under its column's collation, where values equal "
+					   "under collation %s can hash apart, so it cannot answer for all the values "
+					   "equal to this one.",
+					   generate_collation_name(collation)),
+			 errhint("Write the value under the column's collation: value COLLATE %s.",
+					 OidIsValid(column_collation) ?
+					 generate_collation_name(column_collation) : "\"default\"")));
+}
+
+/*
  * bloom_index_contains(index regclass, value anyelement) -> boolean: false
  * if the index rules the value out of its column, true ("maybe") if not.
  * NULL for a NULL value.  The key guard of plain SQL: as cheap as a probe
  * of a stored filter, and kept current by PostgreSQL.
  */
 /*
- * What bloom_index_contains looks up once per call site: the hash function,
- * and that the user may read the index, which a query's own privileges are
- * checked once per query too.
+ * What bloom_index_contains looks up once per call site: the hash function
+ * (and that the value's collation suits the index), and that the user may
+ * read the index, which a query's own privileges are checked once per query
+ * too.
  */
 typedef struct ContainsCache
 {
@@ -500,6 +538,7 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 							format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid)),
 					 errhint("Cast the value to %s.",
 							 format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid))));
+		check_value_collation(index, type, PG_GET_COLLATION());
 		cache->type = type;
 	}
 	amq_index_flush(indexoid);

@@ -27,7 +27,10 @@
  *	- under a nondeterministic collation, where the hash depends on the
  *	  collation, the collation's provider, locale and version are added, so a
  *	  probe under another collation, or after the collation's version
- *	  changed, is an error rather than a silent "no";
+ *	  changed, is an error rather than a silent "no" (under a deterministic
+ *	  one text hashes as its bytes, and the identity names no collation; a
+ *	  value under a nondeterministic collation is refused by such a filter
+ *	  too: see amq_check_family);
  *	- an enum: its type name, and its values are hashed by label instead of
  *	  by the OID PostgreSQL hashes, which a dump and restore renumbers.
  *
@@ -38,7 +41,9 @@
  * Filters written by 0.1 recorded the FNV-1a of "schema.family" alone and
  * hashed enums by OID.  The hasher keeps that "legacy" id too; a filter that
  * carries it is probed and added to exactly as 0.1 did, so it answers as it
- * always did (and, for containers, as weakly typed as it always was).
+ * always did (and, for containers, as weakly typed as it always was), but
+ * for a value under a nondeterministic collation: 0.1 recorded no
+ * collation, and such a filter is taken to be a deterministic one.
  *
  * One refinement: int8 values outside the int4 range get a full 64-bit hash
  * instead of PostgreSQL's, which folds them to 32 bits (see amq_hash.h).
@@ -331,6 +336,8 @@ typedef struct IdentityEntry
 	Oid			key[2];			/* type, collation */
 	uint32		family;
 	uint32		legacy_family;
+	bool		collated;
+	uint32		plain_family;
 	const char *unstable;		/* a string literal, or NULL */
 	char		identity[256];
 } IdentityEntry;
@@ -392,6 +399,8 @@ hasher_identify(AmqHasher *hasher)
 		strlcpy(hasher->identity, entry->identity, sizeof(hasher->identity));
 		hasher->family = entry->family;
 		hasher->legacy_family = entry->legacy_family;
+		hasher->collated = entry->collated;
+		hasher->plain_family = entry->plain_family;
 		hasher->unstable = entry->unstable;
 		return;
 	}
@@ -401,6 +410,28 @@ hasher_identify(AmqHasher *hasher)
 	strlcpy(hasher->identity, buf.data, sizeof(hasher->identity));
 	hasher->family = family_id(buf.data);
 	hasher->unstable = unstable;
+
+	/*
+	 * Whether the identity names the call's collation: the identity under
+	 * no collation, what any deterministic one gives, is another.  (A
+	 * composite type's columns and a range's subtype hash under their own
+	 * collations, which name themselves whatever the call's.)
+	 */
+	hasher->collated = false;
+	hasher->plain_family = 0;
+	if (OidIsValid(hasher->collation) &&
+		!get_collation_isdeterministic(hasher->collation))
+	{
+		const char *ignored = NULL;
+
+		resetStringInfo(&buf);
+		append_identity(&buf, hasher->type, InvalidOid, false, &ignored);
+		if (family_id(buf.data) != hasher->family)
+		{
+			hasher->collated = true;
+			hasher->plain_family = family_id(buf.data);
+		}
+	}
 
 	/* what 0.1 recorded: the top-level family's "schema.family" */
 	resetStringInfo(&buf);
@@ -421,6 +452,8 @@ hasher_identify(AmqHasher *hasher)
 	strlcpy(entry->identity, hasher->identity, sizeof(entry->identity));
 	entry->family = hasher->family;
 	entry->legacy_family = hasher->legacy_family;
+	entry->collated = hasher->collated;
+	entry->plain_family = hasher->plain_family;
 	entry->unstable = hasher->unstable;
 }
 
@@ -578,6 +611,8 @@ amq_hasher_get(FunctionCallInfo fcinfo, int argno)
 
 static void report_family_mismatch(const AmqHasher *hasher, uint32 family,
 								   const char *typname) pg_attribute_noreturn();
+static void report_collation_mismatch(const AmqHasher *hasher, uint32 family,
+									  const char *typname) pg_attribute_noreturn();
 
 /* Label hash of an enum value: the same after a restore renumbers its OID. */
 static uint64
@@ -606,7 +641,9 @@ hash_enum_label(Oid value, uint64 seed)
 uint64
 amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed, uint32 family)
 {
-	bool		legacy = family != 0 && family == hasher->legacy_family;
+	/* amq_check_family never lets a collated value reach a 0.1 filter */
+	bool		legacy = family != 0 && family == hasher->legacy_family &&
+		!hasher->collated;
 
 	if (!legacy)
 	{
@@ -633,13 +670,39 @@ amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed, uint32 family)
  * Errors unless values hashed by this hasher can be members of a filter of
  * the given family: 0 (the filter has no values yet, anything goes), this
  * version's identity, or the legacy one 0.1 recorded for the same type.
+ *
+ * Collations.  A value under a nondeterministic collation (one its identity
+ * names: hasher->collated) is hashed by that collation, so that values it
+ * holds equal, 'apple' and 'APPLE' under a case-insensitive one, hash alike.
+ * A filter whose values were hashed under a deterministic collation, as
+ * their bytes, cannot answer for such a value: it holds 'apple', probed
+ * with 'APPLE' it can only say "no", which the probe's "=" contradicts; and
+ * hashing the value under the probe's collation, as 0.1 did, misses even
+ * 'apple' itself.  Such a filter's id names no collation, and is also the
+ * id 0.1 recorded for a pg_catalog scalar, under whatever collation it was
+ * built (0.1 recorded none), so neither it nor any other id 0.1 recorded
+ * can tell which collation its values hash under.  A filter of either id is
+ * taken to be a deterministic one, as nearly every 0.1 filter is: a
+ * collated value is refused by it, with an error that says so and how to
+ * probe, never answered "no".  (A 0.1 filter built under a nondeterministic
+ * collation thus fails under it too, and must be rebuilt.)  The other way
+ * round needs nothing here: a filter built under a nondeterministic
+ * collation names it, and every value under another collation has another
+ * id.
  */
 void
 amq_check_family(const AmqHasher *hasher, uint32 family, const char *typname)
 {
-	if (family != 0 && family != hasher->family &&
-		(hasher->legacy_family == 0 || family != hasher->legacy_family))
-		report_family_mismatch(hasher, family, typname);
+	if (family == 0 || family == hasher->family)
+		return;
+	if (hasher->collated)
+	{
+		if (family == hasher->plain_family || family == hasher->legacy_family)
+			report_collation_mismatch(hasher, family, typname);
+	}
+	else if (family == hasher->legacy_family)
+		return;
+	report_family_mismatch(hasher, family, typname);
 }
 
 /*
@@ -1089,6 +1152,58 @@ report_family_mismatch(const AmqHasher *hasher, uint32 family,
 					   el.identity, value_type, hasher->identity),
 			 errhint("Cast the value to the type the filter was built from, under the "
 					 "collation it was built with.")));
+}
+
+/*
+ * Reports that a value under a nondeterministic collation cannot be a
+ * member of a filter whose id names no collation: family is the hasher's
+ * plain_family or legacy_family (see amq_check_family).
+ */
+static void
+report_collation_mismatch(const AmqHasher *hasher, uint32 family,
+						  const char *typname)
+{
+	const char *value_type = format_type_be(hasher->type);
+	const char *collation = generate_collation_name(hasher->collation);
+	bool		maybe_01 = family == hasher->legacy_family;
+	const char *unstable = NULL;
+	StringInfoData filter_identity;
+
+	initStringInfo(&filter_identity);
+	if (family == hasher->plain_family)
+		append_identity(&filter_identity, hasher->type, InvalidOid, false,
+						&unstable);
+	else
+	{
+		append_family(&filter_identity, hash_family_of(getBaseType(hasher->type)),
+					  true);
+		appendStringInfoString(&filter_identity, " (as written by 0.1)");
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 family == hasher->plain_family ?
+			 errmsg("a value of type %s under collation %s cannot be a member of this %s of %s values under a deterministic collation",
+					value_type, collation, typname,
+					format_type_be(getBaseType(hasher->type))) :
+			 errmsg("a value of type %s under collation %s cannot be a member of this %s written by version 0.1, which records no collation",
+					value_type, collation, typname),
+			 errdetail("The filter's values are identified as \"%s\", which names no collation: "
+					   "the values of such a filter are hashed under a deterministic collation, "
+					   "where values equal under collation %s can differ, so it cannot answer "
+					   "for all the values equal to this one.  Values of type %s under "
+					   "collation %s are identified as \"%s\".",
+					   filter_identity.data, collation, value_type, collation,
+					   hasher->identity),
+			 maybe_01 ?
+			 errhint("To look up the value itself, write it under a deterministic collation: "
+					 "value COLLATE \"default\".  To look up the values equal to it under "
+					 "collation %s, build the filter under that collation (a filter that "
+					 "version 0.1 built under it records no collation: build it again).",
+					 collation) :
+			 errhint("To look up the value itself, write it under a deterministic collation: "
+					 "value COLLATE \"default\".  To look up the values equal to it under "
+					 "collation %s, build the filter under that collation.",
+					 collation)));
 }
 
 /*
