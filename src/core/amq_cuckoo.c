@@ -198,175 +198,6 @@ set_victim(amq_cuckoo_table *t, uint32_t fp, uint64_t bucket)
 	put_u64(t->header + T_VICTIM_BUCKET, t->victim_bucket);
 }
 
-/* ----------------------------------------------------------------
- * The counter section (its layout: amq_cuckoo_internal.h).
- * ----------------------------------------------------------------
- */
-
-/*
- * The entry for a key, or UINT32_MAX if there is none; *hole is where it
- * would go (the empty entry that ended the search).
- */
-static uint32_t
-counter_find(const amq_cuckoo_view *view, uint64_t bucket, uint32_t fp,
-			 unsigned level, uint32_t *hole)
-{
-	uint32_t	n = view->counters;
-	uint32_t	i;
-	uint32_t	k;
-
-	*hole = UINT32_MAX;
-	if (n == 0)
-		return UINT32_MAX;
-	i = counter_home(bucket, fp, level, n);
-	for (k = 0; k < n; k++, i = (i + 1) & (n - 1))
-	{
-		const uint8_t *e = counter_at(view, i);
-
-		if (get_u64(e + C_COUNT) == 0)
-		{
-			*hole = i;
-			return UINT32_MAX;
-		}
-		if (counter_is(e, bucket, fp, level))
-			return i;
-	}
-	return UINT32_MAX;			/* not reached: the validator keeps a hole */
-}
-
-/*
- * Counts amount more copies of fp for the pair whose lower bucket is bucket
- * at level; false, changing nothing, when a new entry would fill the
- * section past half (the caller grows it first).
- */
-static bool
-counter_add(amq_cuckoo_view *view, unsigned level, uint64_t bucket,
-			uint32_t fp, uint64_t amount)
-{
-	uint32_t	hole;
-	uint32_t	i = counter_find(view, bucket, fp, level, &hole);
-	uint8_t    *e;
-
-	if (i == UINT32_MAX)
-	{
-		if (hole == UINT32_MAX || view->counters_used + 1 > view->counters / 2)
-			return false;
-		e = counter_at(view, hole);
-		put_u64(e + C_BUCKET, bucket);
-		put_u32(e + C_FP, fp);
-		e[C_LEVEL] = (uint8_t) level;
-		put_u64(e + C_COUNT, amount);
-		view->counters_used++;
-	}
-	else
-	{
-		e = counter_at(view, i);
-		put_u64(e + C_COUNT, add_saturating(get_u64(e + C_COUNT), amount));
-	}
-	view->counted = add_saturating(view->counted, amount);
-	view->items = add_saturating(view->items, amount);
-	return true;
-}
-
-/*
- * One copy fewer in entry i; an entry that reaches 0 is removed, moving the
- * entries after it back so that every search still finds its key.  A
- * counter at its saturated maximum stays there: the true count is unknown.
- */
-static void
-counter_remove_one(amq_cuckoo_view *view, uint32_t i)
-{
-	uint32_t	n = view->counters;
-	uint8_t    *e = counter_at(view, i);
-	uint64_t	count = get_u64(e + C_COUNT);
-	uint32_t	j = i;
-
-	if (view->counted > 0)
-		view->counted--;
-	if (view->items > 0)
-		view->items--;
-	if (count == UINT64_MAX)
-		return;
-	if (count > 1)
-	{
-		put_u64(e + C_COUNT, count - 1);
-		return;
-	}
-	/* backward-shift deletion for linear probing */
-	for (;;)
-	{
-		uint8_t    *f;
-		uint32_t	home;
-
-		j = (j + 1) & (n - 1);
-		f = counter_at(view, j);
-		if (get_u64(f + C_COUNT) == 0)
-			break;
-		home = counter_home(get_u64(f + C_BUCKET), get_u32(f + C_FP),
-							f[C_LEVEL], n);
-		/* f may fill the hole at i unless its home lies in (i, j] */
-		if ((i < j) ? (home <= i || home > j) : (home <= i && home > j))
-		{
-			memcpy(counter_at(view, i), f, AMQ_CUCKOO_COUNTER_SIZE);
-			i = j;
-		}
-	}
-	memset(counter_at(view, i), 0, AMQ_CUCKOO_COUNTER_SIZE);
-	view->counters_used--;
-}
-
-/*
- * Buffer size counters_grow needs (the old section and the new one side by
- * side while entries move), or SIZE_MAX past the limits.
- */
-static size_t
-counters_growth_bytes(const amq_cuckoo_view *view)
-{
-	uint64_t	n = counters_next(view);
-	size_t		old = (size_t) view->counters * AMQ_CUCKOO_COUNTER_SIZE;
-	size_t		new = (size_t) n * AMQ_CUCKOO_COUNTER_SIZE;
-
-	if (n > AMQ_CUCKOO_MAX_COUNTERS)
-		return SIZE_MAX;
-	return view->tables_end + old + new;	/* all below 2^31: no overflow */
-}
-
-/*
- * Replaces the counter section by one twice as large (the first one: of
- * AMQ_CUCKOO_MIN_COUNTERS entries), marking the value version 2.  The
- * buffer has room for counters_growth_bytes.
- */
-static void
-counters_grow(amq_cuckoo_view *view)
-{
-	uint32_t	old_n = view->counters;
-	uint32_t	new_n = (uint32_t) counters_next(view);
-	size_t		old_bytes = (size_t) old_n * AMQ_CUCKOO_COUNTER_SIZE;
-	size_t		new_bytes = (size_t) new_n * AMQ_CUCKOO_COUNTER_SIZE;
-	uint8_t    *old = view->base + view->tables_end;
-	uint8_t    *fresh = old + old_bytes;
-	uint32_t	i;
-
-	memset(fresh, 0, new_bytes);
-	for (i = 0; i < old_n; i++)
-	{
-		const uint8_t *e = old + (size_t) i * AMQ_CUCKOO_COUNTER_SIZE;
-		uint32_t	j;
-
-		if (get_u64(e + C_COUNT) == 0)
-			continue;
-		j = counter_home(get_u64(e + C_BUCKET), get_u32(e + C_FP), e[C_LEVEL], new_n);
-		while (get_u64(fresh + (size_t) j * AMQ_CUCKOO_COUNTER_SIZE + C_COUNT) != 0)
-			j = (j + 1) & (new_n - 1);
-		memcpy(fresh + (size_t) j * AMQ_CUCKOO_COUNTER_SIZE, e, AMQ_CUCKOO_COUNTER_SIZE);
-	}
-	memmove(old, fresh, new_bytes);
-	view->counters = new_n;
-	view->bytes = view->tables_end + new_bytes;
-	view->base[OFF_VERSION] = AMQ_CUCKOO_VERSION_COUNTERS;
-	put_u32(view->base + OFF_COUNTERS, new_n);
-}
-
 /*
  * Makes a gap of bytes at the end of the tables, moving the counter section
  * behind it, and returns the gap.  The buffer has room for view->bytes +
@@ -921,7 +752,8 @@ count_copy(amq_cuckoo_view *view, uint64_t hash, bool held_once)
 		uint64_t	lower = w.b1 < w.b2 ? w.b1 : w.b2;
 		uint32_t	hole;
 
-		if (counter_find(view, lower, w.fp, t.level, &hole) != UINT32_MAX)
+		if (amq_cuckoo_counter_find(view, lower, w.fp, t.level,
+									&hole) != UINT32_MAX)
 		{
 			/* an existing counter: use it */
 			found = true;
@@ -940,7 +772,8 @@ count_copy(amq_cuckoo_view *view, uint64_t hash, bool held_once)
 	}
 	if (!found)
 		return COPY_NOT_COUNTED;
-	return counter_add(view, level, bucket, w.fp, 1) ? COPY_COUNTED : COPY_NEEDS_ROOM;
+	return amq_cuckoo_counter_add(view, level, bucket, w.fp, 1) ?
+		COPY_COUNTED : COPY_NEEDS_ROOM;
 }
 
 /* What amq_cuckoo_add returns after count_copy said outcome. */
@@ -1002,7 +835,7 @@ compact_pair(amq_cuckoo_view *view, amq_cuckoo_table *t, uint32_t fp,
 		}
 		if (copies < COMPACT_MIN_COPIES)
 			continue;
-		if (!counter_add(view, t->level, b < alt ? b : alt, e, 1))
+		if (!amq_cuckoo_counter_add(view, t->level, b < alt ? b : alt, e, 1))
 			return COPY_NEEDS_ROOM;
 		/* one copy out of the slot, fp in: the table's items stay */
 		slot_set(t->words, 4 * b + (i & 3), f, fp);
@@ -1268,7 +1101,7 @@ amq_cuckoo_growth_bytes(const amq_cuckoo_view *view)
 	size_t		table;
 
 	if (view->grow_counters)
-		return counters_growth_bytes(view);
+		return amq_cuckoo_counters_growth_bytes(view);
 	table = amq_cuckoo_table_bytes(amq_cuckoo_growth_buckets(view), view->fp_bits);
 	return view->bytes > SIZE_MAX - table ? SIZE_MAX : view->bytes + table;
 }
@@ -1277,7 +1110,7 @@ void
 amq_cuckoo_grow(amq_cuckoo_view *view)
 {
 	if (view->grow_counters)
-		counters_grow(view);
+		amq_cuckoo_counters_grow(view);
 	else
 		amq_cuckoo_append_table(view, amq_cuckoo_growth_buckets(view));
 	view->grow_counters = false;
@@ -1374,8 +1207,9 @@ amq_cuckoo_delete(amq_cuckoo_view *view, uint64_t hash)
 		if (view->counters && (counter == UINT32_MAX || t.level > counter_level))
 		{
 			uint32_t	hole;
-			uint32_t	i = counter_find(view, w.b1 < w.b2 ? w.b1 : w.b2,
-										 w.fp, t.level, &hole);
+			uint32_t	i = amq_cuckoo_counter_find(view,
+													w.b1 < w.b2 ? w.b1 : w.b2,
+													w.fp, t.level, &hole);
 
 			if (i != UINT32_MAX)
 			{
@@ -1404,7 +1238,7 @@ amq_cuckoo_delete(amq_cuckoo_view *view, uint64_t hash)
 	}
 	if (counter != UINT32_MAX && (!found || counter_level >= best.level))
 	{
-		counter_remove_one(view, counter);
+		amq_cuckoo_counter_remove_one(view, counter);
 		return true;
 	}
 	if (!found)
@@ -1665,13 +1499,14 @@ static amq_status
 merge_count(amq_cuckoo_merge *m, amq_cuckoo_view *dst, unsigned level,
 			uint64_t bucket, uint32_t fp, uint64_t amount)
 {
-	while (!counter_add(dst, level, bucket, fp, amount))
+	while (!amq_cuckoo_counter_add(dst, level, bucket, fp, amount))
 	{
-		amq_status	status = merge_reserve_total(m, dst, counters_growth_bytes(dst));
+		amq_status	status =
+			merge_reserve_total(m, dst, amq_cuckoo_counters_growth_bytes(dst));
 
 		if (status != AMQ_OK)
 			return status;
-		counters_grow(dst);
+		amq_cuckoo_counters_grow(dst);
 		m->work += dst->counters;
 	}
 	return AMQ_OK;
@@ -1736,7 +1571,8 @@ fold(amq_cuckoo_merge *m, amq_cuckoo_view *dst, const amq_cuckoo_table *st,
 		uint64_t	alt = alt_in(&t, b, fp);
 		uint64_t	lower = b < alt ? b : alt;
 		uint32_t	hole;
-		bool		count = counter_find(dst, lower, fp, level, &hole) != UINT32_MAX;
+		bool		count = amq_cuckoo_counter_find(dst, lower, fp, level,
+													&hole) != UINT32_MAX;
 
 		for (i = 0; i < n && !count; i++)
 		{

@@ -579,4 +579,31 @@ place(amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1, uint64_t b2)
 	return true;
 }
 
+/* ----------------------------------------------------------------
+ * What one cuckoo file calls in another, by the file that has it.
+ *
+ * Hidden: the shared library calls them directly, as it did while they
+ * were static functions of one file, rather than through its procedure
+ * linkage table, and does not export them.
+ * ----------------------------------------------------------------
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(hidden)
+#endif
+
+/* amq_cuckoo_counter.c */
+extern uint32_t amq_cuckoo_counter_find(const amq_cuckoo_view *view,
+										uint64_t bucket, uint32_t fp,
+										unsigned level, uint32_t *hole);
+extern bool amq_cuckoo_counter_add(amq_cuckoo_view *view, unsigned level,
+								   uint64_t bucket, uint32_t fp,
+								   uint64_t amount);
+extern void amq_cuckoo_counter_remove_one(amq_cuckoo_view *view, uint32_t i);
+extern size_t amq_cuckoo_counters_growth_bytes(const amq_cuckoo_view *view);
+extern void amq_cuckoo_counters_grow(amq_cuckoo_view *view);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
+
 #endif							/* AMQ_CUCKOO_INTERNAL_H */
