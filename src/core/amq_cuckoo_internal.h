@@ -591,6 +591,16 @@ place(amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1, uint64_t b2)
 #pragma GCC visibility push(hidden)
 #endif
 
+/* amq_cuckoo.c */
+extern bool amq_cuckoo_kick_or_undo(amq_cuckoo_merge *m, amq_cuckoo_table *t,
+									uint32_t f, uint32_t fp, uint64_t b,
+									uint64_t *rng, int *nlog);
+extern void amq_cuckoo_count_item(amq_cuckoo_view *view, amq_cuckoo_table *t,
+								  int delta);
+extern void amq_cuckoo_set_victim(amq_cuckoo_table *t, uint32_t fp,
+								  uint64_t bucket);
+extern uint8_t *amq_cuckoo_open_table_gap(amq_cuckoo_view *view, size_t bytes);
+
 /* amq_cuckoo_counter.c */
 extern uint32_t amq_cuckoo_counter_find(const amq_cuckoo_view *view,
 										uint64_t bucket, uint32_t fp,
