@@ -432,8 +432,8 @@ short_path_insert(amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1,
  * slots (two buckets) holding 8 * alpha fingerprints on average, each equal
  * to its fingerprint with probability 1 / (2^f - 1).
  */
-static double
-table_fpr(uint32_t f, double alpha)
+double
+amq_cuckoo_table_fpr(uint32_t f, double alpha)
 {
 	double		q = 1.0 / (ldexp(1.0, (int) f) - 1.0);
 
@@ -464,7 +464,7 @@ amq_cuckoo_size(uint64_t n, double p, amq_cuckoo_params *out)
 	f = (uint32_t) ceil(log2(8.0 / p));
 	if (f < AMQ_CUCKOO_MIN_FP_BITS)
 		f = AMQ_CUCKOO_MIN_FP_BITS;
-	while (f < AMQ_CUCKOO_MAX_FP_BITS && table_fpr(f, alpha) > p)
+	while (f < AMQ_CUCKOO_MAX_FP_BITS && amq_cuckoo_table_fpr(f, alpha) > p)
 		f++;
 
 	bytes = amq_cuckoo_table_bytes(buckets, f);
@@ -476,7 +476,7 @@ amq_cuckoo_size(uint64_t n, double p, amq_cuckoo_params *out)
 	out->fp_bits = f;
 	out->bytes = bytes;
 	out->bits_per_key = 8.0 * (double) bytes / (double) n;
-	out->expected_fpr = table_fpr(f, alpha);
+	out->expected_fpr = amq_cuckoo_table_fpr(f, alpha);
 	return AMQ_OK;
 }
 
@@ -1386,65 +1386,4 @@ amq_cuckoo_count_read(const amq_cuckoo_view *view, uint64_t hash,
 					  amq_read_fn read, void *ctx)
 {
 	return lookup(view, hash, true, read, ctx);
-}
-
-/* ----------------------------------------------------------------
- * Statistics.
- * ----------------------------------------------------------------
- */
-
-void
-amq_cuckoo_stats_begin(amq_cuckoo_stats_acc *acc)
-{
-	acc->occupied = 0;
-	acc->table_occupied = 0;
-	acc->miss = 1.0;
-}
-
-void
-amq_cuckoo_stats_accumulate(const amq_cuckoo_view *view,
-							const amq_cuckoo_table *table,
-							amq_cuckoo_stats_acc *acc,
-							uint64_t from, uint64_t to)
-{
-	uint64_t	b;
-
-	for (b = from; b < to; b++)
-	{
-		uint32_t	s[4];
-
-		bucket_read(table->words, b, view->fp_bits, s);
-		acc->table_occupied += (s[0] != 0) + (s[1] != 0) + (s[2] != 0) + (s[3] != 0);
-	}
-}
-
-void
-amq_cuckoo_stats_table_done(const amq_cuckoo_view *view,
-							const amq_cuckoo_table *table,
-							amq_cuckoo_stats_acc *acc)
-{
-	double		alpha = (double) acc->table_occupied / (4.0 * (double) table->buckets);
-	double		fpr = table_fpr(view->fp_bits, alpha);
-
-	/* the victim is one more slot an absent value may meet */
-	if (table->victim_fp != 0)
-	{
-		acc->table_occupied++;
-		fpr += 1.0 / (ldexp(1.0, (int) view->fp_bits) - 1.0) *
-			2.0 / (double) table->buckets;
-		if (fpr > 1.0)
-			fpr = 1.0;
-	}
-	acc->miss *= 1.0 - fpr;
-	acc->occupied += acc->table_occupied;
-	acc->table_occupied = 0;
-}
-
-void
-amq_cuckoo_stats_end(const amq_cuckoo_view *view,
-					 const amq_cuckoo_stats_acc *acc, amq_cuckoo_stats *out)
-{
-	out->occupied = acc->occupied;
-	out->load_factor = view->slots ? (double) acc->occupied / (double) view->slots : 0.0;
-	out->est_fpr = view->tables ? 1.0 - acc->miss : 0.0;
 }

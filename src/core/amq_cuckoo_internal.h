@@ -600,6 +600,7 @@ extern void amq_cuckoo_count_item(amq_cuckoo_view *view, amq_cuckoo_table *t,
 extern void amq_cuckoo_set_victim(amq_cuckoo_table *t, uint32_t fp,
 								  uint64_t bucket);
 extern uint8_t *amq_cuckoo_open_table_gap(amq_cuckoo_view *view, size_t bytes);
+extern double amq_cuckoo_table_fpr(uint32_t f, double alpha);
 
 /* amq_cuckoo_counter.c */
 extern uint32_t amq_cuckoo_counter_find(const amq_cuckoo_view *view,
