@@ -24,6 +24,16 @@
 #include "amq_cuckoo.h"
 #include "amq_hash.h"
 
+/*
+ * Inlines every call in a function's body, however the compiler would
+ * judge each one (see amq_cuckoo_count).
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define AMQ_FLATTEN			__attribute__((flatten))
+#else
+#define AMQ_FLATTEN
+#endif
+
 /* header field offsets; see FORMAT.md */
 #define OFF_MAGIC		0
 #define OFF_VERSION		4
@@ -592,15 +602,19 @@ place(amq_cuckoo_table *t, uint32_t f, uint32_t fp, uint64_t b1, uint64_t b2)
 #endif
 
 /* amq_cuckoo.c */
-extern bool amq_cuckoo_kick_or_undo(amq_cuckoo_merge *m, amq_cuckoo_table *t,
-									uint32_t f, uint32_t fp, uint64_t b,
-									uint64_t *rng, int *nlog);
+extern uint8_t *amq_cuckoo_open_table_gap(amq_cuckoo_view *view, size_t bytes);
+extern double amq_cuckoo_table_fpr(uint32_t f, double alpha);
+
+/* amq_cuckoo_membership.c */
 extern void amq_cuckoo_count_item(amq_cuckoo_view *view, amq_cuckoo_table *t,
 								  int delta);
 extern void amq_cuckoo_set_victim(amq_cuckoo_table *t, uint32_t fp,
 								  uint64_t bucket);
-extern uint8_t *amq_cuckoo_open_table_gap(amq_cuckoo_view *view, size_t bytes);
-extern double amq_cuckoo_table_fpr(uint32_t f, double alpha);
+extern bool amq_cuckoo_kick_or_undo(amq_cuckoo_merge *m, amq_cuckoo_table *t,
+									uint32_t f, uint32_t fp, uint64_t b,
+									uint64_t *rng, int *nlog);
+extern void amq_cuckoo_rehome_victim(amq_cuckoo_table *t, uint32_t f,
+									 uint64_t seed);
 
 /* amq_cuckoo_counter.c */
 extern uint32_t amq_cuckoo_counter_find(const amq_cuckoo_view *view,
