@@ -18,8 +18,9 @@ MODULE_big = amqfilter
 DATA = $(wildcard amqfilter--*.sql)
 
 CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c \
-	src/core/amq_bloom_size.c src/core/amq_bloom_counting.c src/core/amq_bloom_dleft.c \
-	src/core/amq_cuckoo.c src/core/amq_cuckoo_membership.c src/core/amq_cuckoo_delete.c \
+	src/core/amq_bloom_size.c src/core/amq_bloom_counting.c \
+	src/core/amq_bloom_dleft.c src/core/amq_cuckoo.c \
+	src/core/amq_cuckoo_membership.c src/core/amq_cuckoo_delete.c \
 	src/core/amq_cuckoo_counter.c src/core/amq_cuckoo_merge.c \
 	src/core/amq_cuckoo_stats.c src/core/amq_bloom_paged.c
 GLUE_SRCS = src/amqfilter.c src/filter_access.c src/hashing.c src/filter_io.c \

@@ -1,8 +1,7 @@
 /*
  * amq_cuckoo.c
- *		Cuckoo filter core: sizing, the serialized format and its validator,
- *		insertion with bounded eviction, growth, deletion, probing, merging
- *		and fill statistics.
+ *		Cuckoo filter core: the design, the serialized format and its
+ *		validator, sizing, construction, and tables decoded for callers.
  *
  * The design follows Fan, Andersen, Kaminsky and Mitzenmacher, "Cuckoo
  * Filter: Practically Better Than Bloom" (CoNEXT 2014): buckets of four
@@ -26,8 +25,9 @@
  *	 an empty slot).
  * - A value goes to the emptier of its two buckets (the first on ties), not
  *	 to the first one that has room: balanced buckets put off evictions to
- *	 near the design load (see place).  Where a value is stored is
- *	 not part of the format; probes read both buckets either way.
+ *	 near the design load (see place, in amq_cuckoo_internal.h).  Where a
+ *	 value is stored is not part of the format; probes read both buckets
+ *	 either way.
  * - Insertions that cannot finish within AMQ_CUCKOO_MAX_KICKS evictions park
  *	 the fingerprint in flight in the table's victim slot, as the authors'
  *	 reference code does: nothing is lost, and the table counts as full.
@@ -70,8 +70,9 @@
  *	 fingerprint is counted at once; one that also holds other values'
  *	 fingerprints when the filter would otherwise grow, and then a copy
  *	 among many in a full pair may also be counted to make room for a new
- *	 value (see add_to_full_pair), so copies cost a value at most its first
- *	 slot and one entry, whatever shares its buckets.
+ *	 value (see add_to_full_pair, in amq_cuckoo_membership.c), so copies
+ *	 cost a value at most its first slot and one entry, whatever shares its
+ *	 buckets.
  *	 A counter belongs to a bucket pair of a level, not to one table, and
  *	 behaves like one more slot of that pair in a table of that level: it
  *	 is what a fingerprint stored there would be, so probing, counting,
@@ -85,6 +86,16 @@
  * Like amq_bloom.c, header fields are read and written byte by byte in
  * little-endian order, and operations write changed counts back to the
  * buffer at once, so it is a valid value at every moment.
+ *
+ * This file owns the format: sizing, writing empty filters and appending
+ * tables, the validator, and the mapping and the tables as callers see
+ * them.  The work done on a filter is in files of its own, one job each,
+ * built on the helpers amq_cuckoo_internal.h shares:
+ *	amq_cuckoo_membership.c	adding values and probing for them
+ *	amq_cuckoo_delete.c		deleting a value
+ *	amq_cuckoo_counter.c	the counter section
+ *	amq_cuckoo_merge.c		merging one filter into another
+ *	amq_cuckoo_stats.c		fill statistics
  */
 #include <math.h>
 #include <string.h>
@@ -124,7 +135,7 @@ amq_cuckoo_alternate(uint64_t bucket, uint32_t fp, uint64_t base_buckets,
 }
 
 /* ----------------------------------------------------------------
- * Tables.
+ * Tables, decoded for callers.
  * ----------------------------------------------------------------
  */
 
@@ -165,23 +176,6 @@ amq_cuckoo_slot(const amq_cuckoo_view *view, const amq_cuckoo_table *table,
 				uint64_t bucket, unsigned s)
 {
 	return slot_get(table->words, 4 * bucket + s, view->fp_bits);
-}
-
-/*
- * Makes a gap of bytes at the end of the tables, moving the counter section
- * behind it, and returns the gap.  The buffer has room for view->bytes +
- * bytes.
- */
-uint8_t *
-amq_cuckoo_open_table_gap(amq_cuckoo_view *view, size_t bytes)
-{
-	uint8_t    *gap = view->base + view->tables_end;
-
-	if (view->counters)
-		memmove(gap + bytes, gap, view->bytes - view->tables_end);
-	view->tables_end += bytes;
-	view->bytes += bytes;
-	return gap;
 }
 
 /* ----------------------------------------------------------------
@@ -243,7 +237,7 @@ amq_cuckoo_size(uint64_t n, double p, amq_cuckoo_params *out)
 }
 
 /* ----------------------------------------------------------------
- * Construction and validation.
+ * Construction: empty filters and appended tables.
  * ----------------------------------------------------------------
  */
 
@@ -279,6 +273,42 @@ amq_cuckoo_init_empty(uint8_t *buf)
 	buf[OFF_VERSION] = AMQ_CUCKOO_VERSION;
 	buf[OFF_SCHEME] = HASH_SCHEME_PG_EXTENDED;
 }
+
+/*
+ * Makes a gap of bytes at the end of the tables, moving the counter section
+ * behind it, and returns the gap.  The buffer has room for view->bytes +
+ * bytes.
+ */
+uint8_t *
+amq_cuckoo_open_table_gap(amq_cuckoo_view *view, size_t bytes)
+{
+	uint8_t    *gap = view->base + view->tables_end;
+
+	if (view->counters)
+		memmove(gap + bytes, gap, view->bytes - view->tables_end);
+	view->tables_end += bytes;
+	view->bytes += bytes;
+	return gap;
+}
+
+void
+amq_cuckoo_append_table(amq_cuckoo_view *view, uint64_t buckets)
+{
+	size_t		bytes = amq_cuckoo_table_bytes(buckets, view->fp_bits);
+	uint8_t    *p = amq_cuckoo_open_table_gap(view, bytes);
+
+	memset(p, 0, bytes);
+	write_table_header(p, buckets);
+	view->last_offset = (size_t) (p - view->base);
+	view->tables++;
+	view->slots += TABLE_SLOTS(buckets);
+	put_u32(view->base + OFF_TABLES, view->tables);
+}
+
+/* ----------------------------------------------------------------
+ * Validation.
+ * ----------------------------------------------------------------
+ */
 
 static bool
 all_zero(const uint8_t *p, size_t len)
@@ -499,18 +529,4 @@ amq_cuckoo_open(const uint8_t *buf, size_t len, amq_cuckoo_view *view)
 	if (status == AMQ_OK)
 		view->base = (uint8_t *) buf;
 	return status;
-}
-
-void
-amq_cuckoo_append_table(amq_cuckoo_view *view, uint64_t buckets)
-{
-	size_t		bytes = amq_cuckoo_table_bytes(buckets, view->fp_bits);
-	uint8_t    *p = amq_cuckoo_open_table_gap(view, bytes);
-
-	memset(p, 0, bytes);
-	write_table_header(p, buckets);
-	view->last_offset = (size_t) (p - view->base);
-	view->tables++;
-	view->slots += TABLE_SLOTS(buckets);
-	put_u32(view->base + OFF_TABLES, view->tables);
 }

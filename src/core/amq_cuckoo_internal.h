@@ -4,14 +4,16 @@
  *		format's field offsets, the hash-to-slot mapping, slot, bucket and
  *		table access, placement, and the functions one file calls in another.
  *
- * amq_cuckoo.c explains the design and owns the format; each other
- * amq_cuckoo_*.c file does one job on it (the prototypes at the end say
- * which).  amq_cuckoo.h is the interface for everything outside them.
+ * amq_cuckoo.c explains the design, owns the format and lists the other
+ * amq_cuckoo_*.c files, each doing one job on it; amq_cuckoo.h is the
+ * interface for everything outside them.
  *
  * The helpers below are static inline because the hot loops of adding and
  * probing are built from them: each file compiles them into its own loops,
- * as when the cuckoo core was one file.  place() in particular must inline
- * into every loop that places fingerprints.
+ * as when the cuckoo core was one file (place() is always inlined; where
+ * the others are is GCC's choice, which depends on what else a file holds:
+ * see amq_cuckoo_membership.c).  The functions one file calls in another
+ * are declared at the end.
  */
 #ifndef AMQ_CUCKOO_INTERNAL_H
 #define AMQ_CUCKOO_INTERNAL_H
