@@ -18,8 +18,11 @@ MODULE_big = amqfilter
 DATA = $(wildcard amqfilter--*.sql)
 
 CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c \
-	src/core/amq_bloom_counting.c src/core/amq_bloom_dleft.c \
-	src/core/amq_cuckoo.c src/core/amq_bloom_paged.c
+	src/core/amq_bloom_size.c src/core/amq_bloom_counting.c \
+	src/core/amq_bloom_dleft.c src/core/amq_cuckoo.c \
+	src/core/amq_cuckoo_membership.c src/core/amq_cuckoo_delete.c \
+	src/core/amq_cuckoo_counter.c src/core/amq_cuckoo_merge.c \
+	src/core/amq_cuckoo_stats.c src/core/amq_bloom_paged.c
 GLUE_SRCS = src/amqfilter.c src/filter_access.c src/hashing.c src/filter_io.c \
 	src/filter_compare.c \
 	src/filter_agg.c src/filter_agg_sizeless.c src/filter_overfill.c src/filter_selectivity.c \
@@ -76,7 +79,7 @@ unittest: core-purity prefetch-check $(UNIT_TESTS)
 # The hot loops of the objects the extension is built from still prefetch
 # (test/prefetch_check.sh says why that can silently stop).
 PREFETCH_OBJS = src/core/amq_bloom.o src/core/amq_bloom_counting.o \
-	src/core/amq_bloom_dleft.o src/core/amq_cuckoo.o
+	src/core/amq_bloom_dleft.o src/core/amq_cuckoo_membership.o
 .PHONY: prefetch-check
 prefetch-check: $(PREFETCH_OBJS)
 	@bash test/prefetch_check.sh $(PREFETCH_OBJS)

@@ -1,18 +1,40 @@
 /*
  * amq_bloom_layout.h
  *		The counting and d-left layouts of the bloom format, as seen by
- *		amq_bloom.c (internal to the core).
+ *		amq_bloom.c, and what the bloom files share (internal to the core).
  *
- * amq_bloom.c owns the header, the validator, sizing of the bit layouts and
- * the public entry points; for a layout that stores more than bits it
- * dispatches to that layout's own file (amq_bloom_counting.c,
- * amq_bloom_dleft.c), which works on the array only.  The header's count
- * and family stay amq_bloom.c's business.
+ * amq_bloom.c owns the header, the validator and the public entry points,
+ * amq_bloom_size.c the sizing of the bit layouts; for a layout that stores
+ * more than bits amq_bloom.c dispatches to that layout's own file
+ * (amq_bloom_counting.c, amq_bloom_dleft.c), which works on the array only.
+ * The header's count and family stay amq_bloom.c's business.
  */
 #ifndef AMQ_BLOOM_LAYOUT_H
 #define AMQ_BLOOM_LAYOUT_H
 
 #include "amq_bloom.h"
+
+/* largest bit array the size limit allows, in bits */
+#define AMQ_BLOOM_MAX_NBITS	((uint64_t) (AMQ_BLOOM_MAX_BYTES - AMQ_BLOOM_HEADER_SIZE) * 8)
+
+/*
+ * x^k for a small positive integer k, by squaring: exact enough, no pow().
+ * The sizing models and the statistics' estimates both raise a fill to k.
+ */
+static inline double
+amq_ipow(double x, unsigned k)
+{
+	double		r = 1.0;
+
+	while (k)
+	{
+		if (k & 1)
+			r *= x;
+		x *= x;
+		k >>= 1;
+	}
+	return r;
+}
 
 /* amq_bloom_counting.c */
 extern void amq_counting_add(const amq_bloom_view *view, uint64_t hash);

@@ -2,12 +2,11 @@
  * fuzz_common.h
  *		Helpers shared by the libFuzzer harnesses in test/fuzz/.
  *
- * The harnesses are built from the plain-C core only (src/core/amq_status.c,
- * amq_base64.c, amq_bloom.c, amq_cuckoo.c), with clang's
- * -fsanitize=fuzzer,address,undefined: see the "fuzz" section of the
- * Makefile and test/fuzz/run.sh.  A property violation prints what failed
- * and calls __builtin_trap(), which libFuzzer reports as a crash and saves
- * as a reproducer.
+ * The harnesses are built from the plain-C core only (CORE_SRCS in the
+ * Makefile), with clang's -fsanitize=fuzzer,address,undefined: see the
+ * "fuzz" section of the Makefile and test/fuzz/run.sh.  A property
+ * violation prints what failed and calls __builtin_trap(), which libFuzzer
+ * reports as a crash and saves as a reproducer.
  */
 #ifndef AMQ_FUZZ_COMMON_H
 #define AMQ_FUZZ_COMMON_H
