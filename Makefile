@@ -20,7 +20,7 @@ DATA = $(wildcard amqfilter--*.sql)
 CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c \
 	src/core/amq_bloom_counting.c src/core/amq_bloom_dleft.c \
 	src/core/amq_cuckoo.c src/core/amq_bloom_paged.c
-GLUE_SRCS = src/amqfilter.c src/filter_access.c src/hashing.c src/filter_io.c \
+GLUE_SRCS = src/amqfilter.c src/filter_cache.c src/filter_access.c src/hashing.c src/filter_io.c \
 	src/filter_agg.c src/filter_selectivity.c src/bloom_type.c src/bloom_ops.c src/bloom_agg.c \
 	src/cuckoo_type.c src/cuckoo_ops.c src/cuckoo_agg.c src/partition_track.c \
 	src/filter_index.c src/filter_index_build.c src/filter_index_insert.c \
