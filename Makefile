@@ -33,7 +33,7 @@ REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 	cuckoo_basic cuckoo_hashing cuckoo_agg cuckoo_io cuckoo_malformed \
 	cuckoo_parallel cuckoo_fpr identity cuckoo_limits merge_once slice_probe selectivity \
 	bloom_counting partition_filter partition_stale partition_security \
-	antijoin recipes filter_index safety
+	antijoin recipes filter_index safety probe_cache
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 UNIT_TESTS = $(patsubst %.c,%,$(wildcard test/test_*.c))
