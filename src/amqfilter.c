@@ -309,6 +309,14 @@ amq_varlena_copy(const void *data, size_t len)
 	return result;
 }
 
+/* The bytes amq_alloc_aligned requests for a filter of bytes. */
+size_t
+amq_aligned_request(size_t bytes)
+{
+	return bytes + (bytes >= AMQ_HUGE_PAGE_MIN_BYTES ?
+					AMQ_HUGE_PAGE_BYTES : AMQ_CACHE_LINE);
+}
+
 /*
  * Room for a serialized filter of the given size in cxt, placed so that
  * what follows its header_size-byte header starts on a cache-line boundary:
@@ -324,8 +332,7 @@ uint8 *
 amq_alloc_aligned(MemoryContext cxt, size_t bytes, size_t header_size,
 				  void **alloc)
 {
-	size_t		align = bytes >= AMQ_HUGE_PAGE_MIN_BYTES ?
-		AMQ_HUGE_PAGE_BYTES : AMQ_CACHE_LINE;
+	size_t		align = amq_aligned_request(bytes) - bytes;
 	char	   *raw = MemoryContextAllocHuge(cxt, bytes + align);
 	uintptr_t	data = TYPEALIGN(align, (uintptr_t) raw + header_size);
 

@@ -7,8 +7,9 @@
  * list to the top:
  *
  *	amqfilter.c			base: module magic, status codes -> errors, fmgr helpers
- *	filter_access.c		type-independent glue (filter_glue.h), written once
- *	hashing.c			against a descriptor of the filter type: argument
+ *	filter_cache.c		type-independent glue (filter_glue.h), written once
+ *	filter_access.c		against a descriptor of the filter type: the
+ *	hashing.c			transaction's cache of stored filters, argument
  *	filter_io.c			access and the TOAST cache, hashing of Datums,
  *	filter_agg.c		text/binary I/O, aggregate plumbing, planner
  *	filter_selectivity.c	estimates of probes
@@ -137,6 +138,7 @@ extern struct varlena *amq_varlena_alloc(size_t len);
 extern struct varlena *amq_varlena_copy(const void *data, size_t len);
 extern uint8 *amq_alloc_aligned(MemoryContext cxt, size_t bytes,
 								size_t header_size, void **alloc);
+extern size_t amq_aligned_request(size_t bytes);
 extern void *amq_alloc_filter(MemoryContext cxt, size_t bytes);
 extern void amq_hint_huge_pages(void *p, size_t len);
 

@@ -1,17 +1,17 @@
 /*
  * filter_access.c
  *		Getting the bytes of filter arguments out of Datums, once per query
- *		for TOASTed values; probing a stored filter through slices; the
- *		per-call cache that holds both.
+ *		for TOASTed values; probing stored filters through slices or in
+ *		memory; the per-call cache that holds both.
  *
  * A probe like "(SELECT f FROM filters WHERE id = 1) @> col" passes the same
  * TOASTed filter to every row.  Detoasting a 12 MB value per row would make
- * the probe cost proportional to the filter size, so a TOASTed argument is
- * detoasted once into fn_mcxt and kept, keyed by its TOAST pointer (a TOAST
- * value never changes; its pointer identifies it for the whole query).
- * In-line values cost nothing to detoast; one that stays the same from row
- * to row (an InitPlan's result, a literal) is validated once, by the
- * validation memo (see probe_view).
+ * the probe cost proportional to the filter size, so what a call site read
+ * of a TOASTed value is kept for the rest of the query, keyed by its TOAST
+ * pointer (filter_cache.c says why that key names one value, and for how
+ * long).  In-line values cost nothing to detoast; one that stays the same
+ * from row to row (an InitPlan's result, a literal) is validated once, by
+ * the validation memo (see probe_view).
  *
  * Slices.  A probe needs the header and a few bytes (one 64-byte block of a
  * blocked bloom filter, k bytes of a classic one, each table's header and
@@ -23,32 +23,57 @@
  * detoasting (detoast_attr_slice, as substr() does on external text): the
  * header first, validated by the format's one validator against the size
  * the TOAST pointer records, then what the probe touches, each slice a
- * TOAST index lookup and the one or two chunks that hold the range.  The
- * validated header is kept per call site, keyed by the TOAST pointer like
- * the copy, so repeated probes of one value read the header once.
- * Compressed and in-line values, and layouts the slice readers do not know,
- * take the copy path.
+ * TOAST index lookup and the one or two chunks that hold the range.
+ * Compressed values, and layouts the slice readers do not know, are read
+ * whole.
  *
  * The adaptive rule.  A slice costs a TOAST index descent; a whole-value read
  * costs its number of chunks, each worth AMQ_CHUNK_COST_SLICES slices
  * (measured; see below).  A call site
  * that keeps probing one value (a scan of 10M rows against one stored
  * filter) would pay far more in slices than one copy, so once the slices
- * read from a value would cost as much as reading it whole, the call site
- * reads it whole and probes the copy for the rest of the query, as before
- * 0.2.  This is the ski-rental rule: it never costs more than twice the
- * better of the two choices made in hindsight, and a long scan pays at most
- * one whole read's worth of slices on top of its old cost; a single probe
- * never reads more than its slices.  amqfilter.probe_read = 'slices' or
- * 'whole' fixes the choice (for tests and measurements).
+ * read from a value would cost as much as reading it whole, the value is
+ * read whole and probed in memory from then on, as before 0.2.  This is
+ * the ski-rental rule: it never costs more than twice the better of the
+ * two choices made in hindsight, and a long scan pays at most one whole
+ * read's worth of slices on top of its old cost; a single probe never
+ * reads more than its slices.  amqfilter.probe_read = 'slices' or 'whole'
+ * fixes the choice (for tests and measurements).
+ *
+ * Stored values at one call site.  A call site keeps up to AMQ_SITE_VALUES
+ * stored values, not one: a join of events to a table of filters
+ * ("JOIN filters fl ON fl.f @> e.user_id") hands the call site the filters
+ * in turn, row after row, and with one value kept each row read the
+ * filter again (2M probes of two stored filters: 10.5 s, against 0.2 s
+ * for a LATERAL form that probes one filter after the other).  Each value
+ * is probed in one of three ways:
+ *
+ *	- sliced: through slices, its validated header kept;
+ *	- shared: in memory, the whole value held by the transaction's cache
+ *	  (filter_cache.c), pinned there while the call site keeps it;
+ *	- own: in memory, a copy in the call site's memory (fn_mcxt), for a
+ *	  value the transaction's cache has no room for.  One at a time: a call
+ *	  site never holds more copies of its own than before 0.2.
+ *
+ * A value new to the call site is looked up in the transaction's cache
+ * first: a whole value there is probed at once, a known header saves its
+ * slice.  That is what makes a SQL function that is not inlined, a new
+ * executor and so a new call site per row, probe memory.  The slices a
+ * value costs are counted both at the call site and in the transaction's
+ * cache, and the rule applies to each: once the transaction's slices of a
+ * value would have paid for reading it, it is read whole into the
+ * transaction's cache if that has room; once the call site's own slices
+ * would have, it is read whole into the call site's copy if not.  So a
+ * call site that makes one probe never reads a whole value, and values
+ * that displace one another (in the site's few entries, its one copy, or
+ * the transaction's cache) cost at most twice their slices, never a whole
+ * read per row.
  */
 #include "postgres.h"
 
 #include "access/detoast.h"
 #include "nodes/primnodes.h"
 #include "access/heaptoast.h"
-#include "access/table.h"
-#include "access/tableam.h"
 
 #include "filter_glue.h"
 
@@ -60,56 +85,6 @@ amq_call_cache(FunctionCallInfo fcinfo)
 		fcinfo->flinfo->fn_extra =
 			MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(AmqCallCache));
 	return (AmqCallCache *) fcinfo->flinfo->fn_extra;
-}
-
-/*
- * Reads the out-of-line value behind raw whole into new memory of cxt, the
- * data after a header of header_size bytes on a cache-line boundary (2 MB
- * for a large filter, see amq_alloc_aligned); returns its length, with
- * *data and *alloc (what to pfree).  An uncompressed value is fetched from
- * its TOAST table straight into that memory, as detoasting does into its
- * own: no second copy, and a large filter's pages are faulted in 2 MB at a
- * time instead of 4 kB (a query probing a stored 4.7 MB filter once: 36 ->
- * 15 ms).  A compressed value is detoasted and copied.
- */
-static size_t
-read_whole(MemoryContext cxt, struct varlena *raw,
-		   const struct varatt_external *toast_pointer, size_t header_size,
-		   void **alloc, uint8 **data)
-{
-	struct varlena *detoasted;
-	size_t		bytes;
-
-#if PG_VERSION_NUM >= 140000
-	if (!VARATT_EXTERNAL_IS_COMPRESSED(*toast_pointer))
-	{
-		struct varlena *result;
-		Relation	toastrel;
-
-		bytes = VARATT_EXTERNAL_GET_EXTSIZE(*toast_pointer);
-		/* the fetch writes through a varlena whose data is the filter */
-		result = (struct varlena *) amq_alloc_aligned(cxt, VARHDRSZ + bytes,
-													  VARHDRSZ + header_size,
-													  alloc);
-		SET_VARSIZE(result, VARHDRSZ + bytes);
-		if (bytes > 0)
-		{
-			toastrel = table_open(toast_pointer->va_toastrelid, AccessShareLock);
-			table_relation_fetch_toast_slice(toastrel, toast_pointer->va_valueid,
-											 (int32) bytes, 0, (int32) bytes,
-											 result);
-			table_close(toastrel, AccessShareLock);
-		}
-		*data = (uint8 *) VARDATA(result);
-		return bytes;
-	}
-#endif
-	detoasted = detoast_attr(raw);
-	bytes = VARSIZE(detoasted) - VARHDRSZ;
-	*data = amq_alloc_aligned(cxt, bytes, header_size, alloc);
-	memcpy(*data, VARDATA(detoasted), bytes);
-	pfree(detoasted);
-	return bytes;
 }
 
 /*
@@ -131,11 +106,12 @@ amq_filter_arg(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
 	if (VARATT_IS_EXTERNAL_ONDISK(raw))
 	{
 		struct varatt_external toast_pointer;
+		AmqToastKey key;
 
 		VARATT_EXTERNAL_GET_POINTER(toast_pointer, raw);
-		if (cache->valid &&
-			cache->toastrelid == toast_pointer.va_toastrelid &&
-			cache->valueid == toast_pointer.va_valueid)
+		amq_toast_key(&toast_pointer, &key);
+		if (cache->valid && cache->xact == amq_xact_serial &&
+			amq_toast_key_equal(&cache->key, &key))
 		{
 			*data = cache->data;
 			*len = cache->len;
@@ -144,13 +120,12 @@ amq_filter_arg(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
 		if (cache->valid)
 			pfree(cache->alloc);
 		cache->valid = false;
-		cache->sliced = false;
 
-		cache->len = read_whole(fcinfo->flinfo->fn_mcxt, raw, &toast_pointer,
-								format->header_size, &cache->alloc,
-								&cache->data);
-		cache->toastrelid = toast_pointer.va_toastrelid;
-		cache->valueid = toast_pointer.va_valueid;
+		cache->len = amq_read_whole(fcinfo->flinfo->fn_mcxt, raw, &toast_pointer,
+									format->header_size, &cache->alloc,
+									&cache->data);
+		cache->key = key;
+		cache->xact = amq_cache_xact();
 		cache->opened = false;
 		cache->valid = true;
 		*data = cache->data;
@@ -415,6 +390,7 @@ amq_merge_remember(FunctionCallInfo fcinfo, struct varlena *result)
 	return mc->result;
 }
 
+
 /*
  * Slices that cost as much as one chunk of a whole-value read.  A slice is a
  * TOAST index descent, the relation opened and locked, and one or two
@@ -434,12 +410,49 @@ amq_merge_remember(FunctionCallInfo fcinfo, struct varlena *result)
 #define EXTERNAL_SIZE(pointer)	((pointer).va_extsize)
 #endif
 
+/* Stored values a call site keeps (see the file header). */
+#define AMQ_SITE_VALUES			4
+
+/* How a call site probes one stored value (see the file header). */
+typedef enum SiteHow
+{
+	SITE_FREE,					/* the entry holds no value */
+	SITE_SLICED,				/* through slices; view is of the header */
+	SITE_SHARED,				/* the transaction's cache's copy, pinned */
+	SITE_OWN					/* the call site's own copy, in alloc */
+} SiteHow;
+
+typedef struct AmqSiteValue
+{
+	AmqToastKey key;
+	const AmqFormat *format;	/* the type it is read as */
+	uint64		xact;			/* amq_xact_serial when it was opened */
+	uint64		last_use;		/* the site's clock when last probed */
+	uint8		how;			/* SiteHow */
+	AmqCacheRef ref;			/* its entry in the transaction's cache, if
+								 * any: pinned when shared */
+	size_t		len;			/* the value's length */
+	uint64		slice_reads;	/* slices read from it at this call site */
+	uint64		slice_budget;	/* reads after which a copy is cheaper */
+	void	   *alloc;			/* own: what to pfree */
+	AmqAnyView	view;
+} AmqSiteValue;
+
+typedef struct AmqStoredSite
+{
+	AmqSiteValue values[AMQ_SITE_VALUES];
+	AmqSiteValue *last;			/* the value of the last call */
+	uint64		clock;
+	void	   *reading;		/* an own copy being read (error cleanup) */
+	MemoryContextCallback release;	/* unpins when fn_mcxt goes */
+} AmqStoredSite;
+
 /*
  * The core's read function for a sliced value (amq_read.h): len bytes at
- * offset, fetched with slice detoasting into the cache's slice buffer.  The
- * core asks only for ranges inside the length its validator accepted, the
- * length the TOAST pointer records; a TOAST value that yields less is
- * corrupt.
+ * offset, fetched with slice detoasting into the cache's slice buffer, and
+ * counted for the adaptive rule.  The core asks only for ranges inside the
+ * length its validator accepted, the length the TOAST pointer records; a
+ * TOAST value that yields less is corrupt.
  */
 static const uint8_t *
 slice_read(void *ctx, size_t offset, size_t len)
@@ -447,9 +460,10 @@ slice_read(void *ctx, size_t offset, size_t len)
 	AmqFilterCache *cache = ctx;
 	struct varlena *slice;
 
-	if (len > AMQ_READ_MAX || offset > cache->len || len > cache->len - offset)
+	if (len > AMQ_READ_MAX || offset > cache->slice_len ||
+		len > cache->slice_len - offset)
 		elog(ERROR, "%s slice of %zu bytes at %zu outside a value of %zu bytes",
-			 cache->format->name, len, offset, cache->len);
+			 cache->format->name, len, offset, cache->slice_len);
 	slice = detoast_attr_slice(cache->pointer, (int32) offset, (int32) len);
 	if (VARSIZE_ANY_EXHDR(slice) != len)
 		ereport(ERROR,
@@ -458,35 +472,35 @@ slice_read(void *ctx, size_t offset, size_t len)
 				 errdetail("The stored value is shorter than its TOAST pointer says.")));
 	memcpy(cache->slice, VARDATA_ANY(slice), len);
 	pfree(slice);
-	cache->slice_reads++;
+	cache->slicing->slice_reads++;
+	amq_cache_count_slice(&cache->slicing->ref);
 	return cache->slice;
 }
 
+/* Makes value v, behind the TOAST pointer raw, the one slice_read reads. */
+static void
+slice_target(AmqFilterCache *cache, AmqSiteValue *v, struct varlena *raw)
+{
+	cache->format = v->format;
+	cache->pointer = raw;
+	cache->slice_len = v->len;
+	cache->slicing = v;
+}
+
 /*
- * Starts probing the out-of-line value behind pointer through slices: reads
- * and validates its header.  Returns false, having read nothing more, when
- * its layout has no slice reader.  A header that fails is corruption, the
+ * Starts probing value v through slices: reads and validates its header
+ * into v->view.  Returns false, having read no more than the header, when
+ * its layout has no slice reader or validating it through slices would
+ * cost more than reading it whole.  A header that fails is corruption, the
  * error any other read of the stored value gives.
  */
 static bool
-slice_begin(AmqFilterCache *cache, const AmqFormat *format,
-			struct varlena *pointer, const struct varatt_external *external)
+slice_begin(AmqFilterCache *cache, AmqSiteValue *v, struct varlena *raw)
 {
+	const AmqFormat *format = v->format;
 	amq_status	status;
-	uint64		chunks;
 
-	if (cache->valid)
-		pfree(cache->alloc);
-	cache->valid = false;
-	cache->sliced = false;
-	cache->format = format;
-	cache->pointer = pointer;
-	cache->len = EXTERNAL_SIZE(*external);
-	cache->slice_reads = 0;
-
-	/* slices cost as much as the whole read after this many (file header) */
-	chunks = (cache->len + TOAST_MAX_CHUNK_SIZE - 1) / TOAST_MAX_CHUNK_SIZE;
-	cache->slice_budget = chunks * AMQ_CHUNK_COST_SLICES;
+	slice_target(cache, v, raw);
 
 	/*
 	 * Validating through slices takes a read per table (and per counter
@@ -494,19 +508,14 @@ slice_begin(AmqFilterCache *cache, const AmqFormat *format,
 	 * read, which a crafted value of thousands of tables can make it, read
 	 * the value whole instead, where validation reads memory.
 	 */
-	if (cache->len >= format->header_size &&
-		format->open_reads(slice_read(cache, 0, format->header_size)) > cache->slice_budget)
+	if (v->len >= format->header_size &&
+		format->open_reads(slice_read(cache, 0, format->header_size)) > v->slice_budget)
 		return false;
 
-	status = format->open_read(slice_read, cache, cache->len, &cache->view);
+	status = format->open_read(slice_read, cache, v->len, &v->view);
 	if (status != AMQ_OK)
 		amq_report_invalid(format, status, AMQ_GATE_STORED, NULL);
-	if (!format->probe_reads(&cache->view))
-		return false;
-	cache->toastrelid = external->va_toastrelid;
-	cache->valueid = external->va_valueid;
-	cache->sliced = true;
-	return true;
+	return format->probe_reads(&v->view);
 }
 
 /*
@@ -611,31 +620,22 @@ memo_record(FunctionCallInfo fcinfo, AmqFilterCache *cache,
 }
 
 /*
- * Opens filter argument argno as amq_filter_open_arg does, but leaves the
- * view in the cache and returns it: a probe only reads it, and a view
- * copied for every row is the same work each time (368 bytes for a bloom
- * filter).  The cached value's view stays in cache->view; any other value
- * is opened into cache->scratch, which only this call uses, and validated
+ * Opens filter argument argno, a value not stored out of line, for a
+ * probe, and returns its view, left in the cache: a probe only reads it,
+ * and a view copied for every row is the same work each time (368 bytes
+ * for a bloom filter).  It is opened into cache->scratch and validated
  * once for as long as it stays the same (the validation memo above).
  */
 static const void *
 probe_view(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
 		   const AmqFormat *format)
 {
-	uint8	   *data;
-	size_t		len;
+	struct varlena *detoasted = PG_DETOAST_DATUM(PG_GETARG_DATUM(argno));
+	uint8	   *data = (uint8 *) VARDATA(detoasted);
+	size_t		len = VARSIZE(detoasted) - VARHDRSZ;
 	bool		again;
 
-	Assert(format->view_size <= sizeof(cache->view));
-	if (amq_filter_arg(fcinfo, argno, cache, format, &data, &len))
-		return &cache->view;
-	if (cache->valid && data == cache->data)
-	{
-		amq_open_or_error(format, data, len, AMQ_GATE_STORED, &cache->view);
-		cache->opened = true;
-		return &cache->view;
-	}
-
+	Assert(format->view_size <= sizeof(cache->scratch));
 	again = data == cache->memo_data && len == cache->memo_len;
 	if (again && cache->memo_state == AMQ_MEMO_HELD)
 	{
@@ -656,44 +656,266 @@ probe_view(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
 }
 
 /*
- * Opens filter argument argno for a probe.  A value stored out of line and
- * uncompressed is probed through slices (see the file header): *view is
- * then its validated header, and the result is the read function to probe
- * it with, the cache being its context.  Any other value, or one the
- * adaptive rule now reads whole, is opened whole; the result is then NULL
- * and *view points at the bytes.  *view lives in the cache: valid until the
- * next call, not to be changed.
+ * ----------------------------------------------------------------
+ * Stored values at one call site (see the file header).
+ * ----------------------------------------------------------------
+ */
+
+/* Lets go of what site value v holds; it is free afterwards. */
+static void
+site_release(AmqSiteValue *v)
+{
+	if (v->how == SITE_SHARED)
+		amq_cache_unpin(&v->ref);
+	else if (v->how == SITE_OWN)
+		pfree(v->alloc);
+	v->how = SITE_FREE;
+}
+
+/*
+ * A memory context callback: fn_mcxt, which holds the site, is going, and
+ * the transaction's cache may drop the values it pinned.  (Nothing else
+ * needs doing: the own copy goes with the context.)
+ */
+static void
+site_gone(void *arg)
+{
+	AmqStoredSite *site = arg;
+	int			i;
+
+	for (i = 0; i < AMQ_SITE_VALUES; i++)
+		if (site->values[i].how == SITE_SHARED)
+			amq_cache_unpin(&site->values[i].ref);
+}
+
+/* The call site's stored values, created on first use. */
+static AmqStoredSite *
+stored_site(FunctionCallInfo fcinfo, AmqFilterCache *cache)
+{
+	AmqStoredSite *site;
+
+	if (cache->stored != NULL)
+		return cache->stored;
+	site = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(AmqStoredSite));
+	site->release.func = site_gone;
+	site->release.arg = site;
+	MemoryContextRegisterResetCallback(fcinfo->flinfo->fn_mcxt, &site->release);
+	cache->stored = site;
+	return site;
+}
+
+/*
+ * The site's entry for the value key names, read as format; if there is
+ * none, a free entry set up for it (the least recently probed value is let
+ * go when all are taken).  An entry of another transaction is let go: its
+ * key is only safe within one.
+ */
+static AmqSiteValue *
+site_find(AmqStoredSite *site, const AmqToastKey *key, const AmqFormat *format)
+{
+	AmqSiteValue *victim = NULL;
+	int			i;
+
+	for (i = 0; i < AMQ_SITE_VALUES; i++)
+	{
+		AmqSiteValue *v = &site->values[i];
+
+		if (v->how != SITE_FREE && v->xact != amq_xact_serial)
+			site_release(v);
+		if (v->how != SITE_FREE && v->format == format &&
+			amq_toast_key_equal(&v->key, key))
+			return v;
+		if (victim == NULL ||
+			(victim->how != SITE_FREE &&
+			 (v->how == SITE_FREE || v->last_use < victim->last_use)))
+			victim = v;
+	}
+	site_release(victim);
+	victim->key = *key;
+	victim->format = format;
+	victim->xact = amq_cache_xact();
+	victim->ref.serial = 0;
+	victim->slice_reads = 0;
+	return victim;
+}
+
+/* Probes site value v in the transaction cache's copy, entry, from now on. */
+static const void *
+use_shared(AmqSiteValue *v, const AmqCacheEntry *entry)
+{
+	amq_cache_pin(&v->ref);
+	memcpy(&v->view, &entry->view, v->format->view_size);
+	v->how = SITE_SHARED;
+	return &v->view;
+}
+
+/*
+ * Probes site value v in a copy of the call site's own from now on: reads
+ * the value behind raw whole into fn_mcxt, where any other own copy of the
+ * site is let go first.
+ */
+static const void *
+use_own(FunctionCallInfo fcinfo, AmqStoredSite *site, AmqSiteValue *v,
+		struct varlena *raw, const struct varatt_external *external)
+{
+	const AmqFormat *format = v->format;
+	uint8	   *data;
+	size_t		len;
+	int			i;
+
+	for (i = 0; i < AMQ_SITE_VALUES; i++)
+		if (site->values[i].how == SITE_OWN)
+			site_release(&site->values[i]);
+
+	/* the copy is freed if it fails validation, as filter_cache.c does */
+	site->reading = NULL;
+	PG_TRY();
+	{
+		len = amq_read_whole(fcinfo->flinfo->fn_mcxt, raw, external,
+							 format->header_size, &site->reading, &data);
+		amq_open_or_error(format, data, len, AMQ_GATE_STORED, &v->view);
+	}
+	PG_CATCH();
+	{
+		if (site->reading != NULL)
+			pfree(site->reading);
+		site->reading = NULL;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	v->alloc = site->reading;
+	site->reading = NULL;
+	v->how = SITE_OWN;
+	return &v->view;
+}
+
+/*
+ * Opens site value v, the value behind the TOAST pointer raw, for a probe
+ * that its state (sliced, or new to the call site) does not answer from
+ * memory yet: applies the adaptive rule (file header).  As
+ * amq_filter_probe_arg.
+ */
+static amq_read_fn
+stored_open(FunctionCallInfo fcinfo, AmqFilterCache *cache,
+			AmqStoredSite *site, AmqSiteValue *v, struct varlena *raw,
+			const struct varatt_external *external, const void **view)
+{
+	AmqCacheEntry *entry;
+	bool		slices_only = amq_probe_read == AMQ_PROBE_READ_SLICES;
+
+	if (v->how == SITE_FREE)
+	{
+		uint64		chunks;
+
+		v->len = EXTERNAL_SIZE(*external);
+		chunks = (v->len + TOAST_MAX_CHUNK_SIZE - 1) / TOAST_MAX_CHUNK_SIZE;
+		v->slice_budget = chunks * AMQ_CHUNK_COST_SLICES;
+		entry = amq_cache_lookup(&v->key, v->format, &v->ref);
+	}
+	else
+		entry = amq_cache_deref(&v->ref);
+
+	/* read whole by an earlier probe of the transaction */
+	if (entry != NULL && entry->whole && !slices_only)
+	{
+		*view = use_shared(v, entry);
+		return NULL;
+	}
+
+	if (amq_probe_read != AMQ_PROBE_READ_WHOLE &&
+		!VARATT_EXTERNAL_IS_COMPRESSED(*external))
+	{
+		if (v->how == SITE_FREE && entry != NULL && !entry->whole)
+		{
+			/* its header is known: no need to read it again */
+			memcpy(&v->view, &entry->view, v->format->view_size);
+			v->how = SITE_SLICED;
+		}
+		else if (v->how == SITE_FREE && slice_begin(cache, v, raw))
+		{
+			v->how = SITE_SLICED;
+			/* (an entry known here is a whole one, ignored: 'slices') */
+			if (entry == NULL)
+				entry = amq_cache_add_header(&v->key, v->format, v->len,
+											 &v->view, &v->ref);
+			if (entry != NULL)
+				entry->slice_reads += v->slice_reads;
+		}
+
+		if (v->how == SITE_SLICED)
+		{
+			if (slices_only ||
+				(v->slice_reads < v->slice_budget &&
+				 (entry == NULL || entry->slice_reads < v->slice_budget)))
+			{
+				slice_target(cache, v, raw);
+				*view = &v->view;
+				return slice_read;
+			}
+			/* slices now cost more than a copy: the transaction's if it can */
+			entry = amq_cache_read_whole(&v->key, v->format, raw, external,
+										 &v->ref);
+			if (entry != NULL)
+				*view = use_shared(v, entry);
+			else if (v->slice_reads >= v->slice_budget)
+				*view = use_own(fcinfo, site, v, raw, external);
+			else
+			{
+				/* only other call sites paid for a copy, and there is no room */
+				slice_target(cache, v, raw);
+				*view = &v->view;
+				return slice_read;
+			}
+			return NULL;
+		}
+	}
+
+	/* read whole: asked to, compressed, or not probed through slices */
+	entry = amq_cache_read_whole(&v->key, v->format, raw, external, &v->ref);
+	*view = entry != NULL ? use_shared(v, entry) :
+		use_own(fcinfo, site, v, raw, external);
+	return NULL;
+}
+
+/*
+ * Opens filter argument argno for a probe.  A value stored out of line is
+ * probed through slices or in memory, as the adaptive rule decides (see the
+ * file header): through slices, *view is its validated header and the
+ * result is the read function to probe it with, the cache being its
+ * context.  Otherwise the result is NULL and *view points at the bytes.
+ * *view lives in the cache: valid until the next call, not to be changed.
  */
 amq_read_fn
 amq_filter_probe_arg(FunctionCallInfo fcinfo, int argno, AmqFilterCache *cache,
 					 const AmqFormat *format, const void **view)
 {
 	struct varlena *raw = (struct varlena *) DatumGetPointer(PG_GETARG_DATUM(argno));
+	struct varatt_external external;
+	AmqToastKey key;
+	AmqStoredSite *site;
+	AmqSiteValue *v;
 
-	if (amq_probe_read != AMQ_PROBE_READ_WHOLE && VARATT_IS_EXTERNAL_ONDISK(raw))
+	if (!VARATT_IS_EXTERNAL_ONDISK(raw))
 	{
-		struct varatt_external external;
-		bool		same;
-
-		VARATT_EXTERNAL_GET_POINTER(external, raw);
-		same = cache->toastrelid == external.va_toastrelid &&
-			cache->valueid == external.va_valueid;
-		if (!VARATT_EXTERNAL_IS_COMPRESSED(external) &&
-			!(cache->valid && same) &&
-			((cache->sliced && same) ||
-			 slice_begin(cache, format, raw, &external)))
-		{
-			if (amq_probe_read == AMQ_PROBE_READ_SLICES ||
-				cache->slice_reads < cache->slice_budget)
-			{
-				cache->pointer = raw;
-				*view = &cache->view;
-				return slice_read;
-			}
-			/* slices now cost more than the copy: read it whole */
-			cache->sliced = false;
-		}
+		*view = probe_view(fcinfo, argno, cache, format);
+		return NULL;
 	}
-	*view = probe_view(fcinfo, argno, cache, format);
-	return NULL;
+
+	VARATT_EXTERNAL_GET_POINTER(external, raw);
+	amq_toast_key(&external, &key);
+	site = stored_site(fcinfo, cache);
+	v = site->last;
+	if (v == NULL || v->how == SITE_FREE || v->xact != amq_xact_serial ||
+		v->format != format || !amq_toast_key_equal(&v->key, &key))
+	{
+		v = site_find(site, &key, format);
+		site->last = v;
+	}
+	v->last_use = ++site->clock;
+	if (v->how == SITE_SHARED || v->how == SITE_OWN)
+	{
+		*view = &v->view;
+		return NULL;
+	}
+	return stored_open(fcinfo, cache, site, v, raw, &external, view);
 }

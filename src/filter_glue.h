@@ -23,29 +23,106 @@ typedef union AmqAnyView
 	amq_cuckoo_view cuckoo;
 } AmqAnyView;
 
+/*
+ * The identity of a value stored out of line: all of its TOAST pointer
+ * (filter_cache.c says why it names one byte string within a transaction).
+ */
+typedef struct AmqToastKey
+{
+	Oid			toastrelid;
+	Oid			valueid;
+	int32		rawsize;
+	uint32		extinfo;		/* stored size and compression method */
+} AmqToastKey;
+
+static inline void
+amq_toast_key(const struct varatt_external *pointer, AmqToastKey *key)
+{
+	key->toastrelid = pointer->va_toastrelid;
+	key->valueid = pointer->va_valueid;
+	key->rawsize = pointer->va_rawsize;
+#if PG_VERSION_NUM >= 140000
+	key->extinfo = pointer->va_extinfo;
+#else
+	key->extinfo = (uint32) pointer->va_extsize;
+#endif
+}
+
+static inline bool
+amq_toast_key_equal(const AmqToastKey *a, const AmqToastKey *b)
+{
+	return a->valueid == b->valueid && a->toastrelid == b->toastrelid &&
+		a->rawsize == b->rawsize && a->extinfo == b->extinfo;
+}
+
+/* filter_cache.c: the transaction's cache of stored filters */
+typedef struct AmqCacheEntry
+{
+	AmqToastKey key;
+	const AmqFormat *format;	/* the type it is read as */
+	size_t		len;			/* of the value */
+	bool		whole;			/* view is of the whole value in memory; else
+								 * of its header, to probe through slices */
+	uint64		slice_reads;	/* slices read from it in this transaction */
+	AmqAnyView	view;
+} AmqCacheEntry;
+
+/* Where an entry is, to find it again if the cache still holds it. */
+typedef struct AmqCacheRef
+{
+	int			slot;
+	uint64		serial;			/* 0: none */
+} AmqCacheRef;
+
+extern uint64 amq_xact_serial;
+
+extern uint64 amq_cache_xact(void);
+extern AmqCacheEntry *amq_cache_lookup(const AmqToastKey *key,
+									   const AmqFormat *format,
+									   AmqCacheRef *ref);
+extern AmqCacheEntry *amq_cache_deref(const AmqCacheRef *ref);
+extern AmqCacheEntry *amq_cache_add_header(const AmqToastKey *key,
+										   const AmqFormat *format, size_t len,
+										   const void *view, AmqCacheRef *ref);
+extern AmqCacheEntry *amq_cache_read_whole(const AmqToastKey *key,
+										   const AmqFormat *format,
+										   struct varlena *raw,
+										   const struct varatt_external *pointer,
+										   AmqCacheRef *ref);
+extern void amq_cache_count_slice(const AmqCacheRef *ref);
+extern void amq_cache_pin(const AmqCacheRef *ref);
+extern void amq_cache_unpin(const AmqCacheRef *ref);
+extern size_t amq_read_whole(MemoryContext cxt, struct varlena *raw,
+							 const struct varatt_external *toast_pointer,
+							 size_t header_size, void **alloc, uint8 **data);
+
 /* filter_access.c: filter arguments and the per-call cache */
+struct AmqStoredSite;
+
 typedef struct AmqFilterCache
 {
+	/* amq_filter_arg: the last TOASTed value, read whole */
 	bool		valid;			/* a detoasted copy is held (alloc, data) */
-	bool		sliced;			/* the value is probed through slices */
-	Oid			toastrelid;		/* identity of the TOASTed value of either */
-	Oid			valueid;
+	AmqToastKey key;			/* its identity */
+	uint64		xact;			/* amq_xact_serial when it was read */
 	void	   *alloc;			/* in fn_mcxt; holds the detoasted copy */
 	uint8	   *data;			/* the filter's bytes inside alloc */
 	size_t		len;
 	bool		opened;			/* view below is filled in */
-	AmqAnyView	view;			/* of the copy, or of the header (sliced) */
-	AmqAnyView	scratch;		/* a probe's view of any other value */
-	/* that value, probed row after row in memory (see probe_view) */
+	AmqAnyView	view;			/* of the copy */
+	/* probes of a value in memory (see probe_view) */
+	AmqAnyView	scratch;		/* a probe's view of the value */
 	const uint8 *memo_data;		/* the value last opened into scratch */
 	size_t		memo_len;
 	uint8		memo_state;		/* how far it is known: AMQ_MEMO_* */
 	struct AmqOpenMemo *memo;	/* what validating it read, in fn_mcxt */
-	/* slice probing (amq_filter_probe_arg) */
+	/* probes of stored values (amq_filter_probe_arg) */
+	struct AmqStoredSite *stored;	/* in fn_mcxt, from the first one */
+	/* the value probed through slices now: slice_read's context */
 	const AmqFormat *format;
 	struct varlena *pointer;	/* the TOAST pointer of the current call */
-	uint64		slice_reads;	/* slices read from the sliced value */
-	uint64		slice_budget;	/* reads after which a copy is cheaper */
+	size_t		slice_len;		/* the value's length */
+	struct AmqSiteValue *slicing;	/* where its slices are counted */
 	uint8		slice[AMQ_READ_MAX];	/* the bytes of the last slice */
 } AmqFilterCache;
 
