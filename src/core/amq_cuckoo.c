@@ -93,7 +93,7 @@
 #include "amq_cuckoo.h"
 #include "amq_hash.h"
 
-/* header field offsets; see FORMAT.md */
+/* header field offsets; see docs/format.md */
 #define OFF_MAGIC		0
 #define OFF_VERSION		4
 #define OFF_BUCKET_SIZE	5
@@ -588,7 +588,7 @@ counter_at(const amq_cuckoo_view *view, uint32_t i)
 	return view->base + view->tables_end + (size_t) i * AMQ_CUCKOO_COUNTER_SIZE;
 }
 
-/* First entry a key's search looks at (FORMAT.md specifies it). */
+/* First entry a key's search looks at (docs/format.md specifies it). */
 static inline uint32_t
 counter_home(uint64_t bucket, uint32_t fp, unsigned level, uint32_t n)
 {
@@ -1976,7 +1976,10 @@ bucket_read_via(amq_read_fn read, void *ctx, size_t words_off, uint64_t b,
 	uint64_t	bit = b * 4 * f;
 	size_t		first = (size_t) (bit >> 3);
 
-	/* up to the 8-byte load of the last slot: inside the words (FORMAT.md) */
+	/*
+	 * up to the 8-byte load of the last slot: inside the words
+	 * (docs/format.md)
+	 */
 	bucket_read_at(read(ctx, words_off + first,
 						(size_t) ((bit + 3 * f) >> 3) + 8 - first),
 				   (unsigned) (bit & 7), f, out);
