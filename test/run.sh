@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test/run.sh: amqfilter's whole test run.
 #
-#   sudo bash test/run.sh
+#   bash test/run.sh        as root (or with sudo)
 #
-# Installs PostgreSQL 15 and a C toolchain when missing (as root), builds and installs
+# Installs PostgreSQL 15 and a C toolchain when missing (as root), checks that
+# META.json names the version the tree builds (test/meta.sh), builds and installs
 # the extension (any compiler warning fails the build), runs the core unit tests plain
 # and under ASan/UBSan, then the pg_regress suite against a throwaway cluster, the
 # dump/restore and COPY round trips (test/roundtrip.sh), the in-place upgrade from
@@ -84,6 +85,7 @@ main() {
 	local built=yes
 
 	run_step packages ensure_packages || true
+	run_step meta bash "$AMQ_ROOT/test/meta.sh" || true
 	run_step build build_and_install || built=no
 	run_step unittest pgxs_make unittest || true
 	run_step unittest-asan pgxs_make unittest-asan || true
