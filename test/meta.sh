@@ -49,6 +49,15 @@ meta_fields() {
 	fi
 }
 
+# expect_equal WHAT ACTUAL EXPECTED: pass when ACTUAL is EXPECTED.
+expect_equal() {
+	if [ "$2" = "$3" ]; then
+		pass "$1: $2"
+	else
+		fail "$1 is '$2', not '$3'"
+	fi
+}
+
 main() {
 	local fields name version ext_version ext_file spec extversion control semver
 	local -a lines
@@ -71,23 +80,18 @@ main() {
 		semver=$semver.0
 	done
 
-	[ "$name" = amqfilter ] && pass "name is amqfilter" || fail "name is $name, not amqfilter"
-	[ "$spec" = 1.0.0 ] && pass "meta-spec version 1.0.0" || fail "meta-spec version is '$spec', not 1.0.0"
-	[ "$control" = "$extversion" ] \
-		&& pass "amqfilter.control default_version $control = Makefile EXTVERSION" \
-		|| fail "amqfilter.control default_version '$control' is not Makefile EXTVERSION $extversion"
-	[ "$version" = "$semver" ] \
-		&& pass "version $version is EXTVERSION $extversion" \
-		|| fail "META.json version '$version' is not $semver (EXTVERSION $extversion)"
-	[ "$ext_version" = "$semver" ] \
-		&& pass "provides.amqfilter.version $ext_version is EXTVERSION $extversion" \
-		|| fail "provides.amqfilter.version '$ext_version' is not $semver (EXTVERSION $extversion)"
-	[ "$ext_file" = "amqfilter--$extversion.sql" ] \
-		&& pass "provides.amqfilter.file is amqfilter--$extversion.sql" \
-		|| fail "provides.amqfilter.file '$ext_file' is not amqfilter--$extversion.sql"
-	[ -f "$AMQ_ROOT/$ext_file" ] \
-		&& pass "$ext_file exists" \
-		|| fail "provides.amqfilter.file '$ext_file' does not exist"
+	expect_equal "name" "$name" amqfilter
+	expect_equal "meta-spec version" "$spec" 1.0.0
+	expect_equal "amqfilter.control default_version (Makefile EXTVERSION $extversion)" \
+		"$control" "$extversion"
+	expect_equal "version (EXTVERSION $extversion)" "$version" "$semver"
+	expect_equal "provides.amqfilter.version (EXTVERSION $extversion)" "$ext_version" "$semver"
+	expect_equal "provides.amqfilter.file" "$ext_file" "amqfilter--$extversion.sql"
+	if [ -f "$AMQ_ROOT/$ext_file" ]; then
+		pass "$ext_file exists"
+	else
+		fail "provides.amqfilter.file '$ext_file' does not exist"
+	fi
 	checks_summary meta
 }
 
