@@ -14,7 +14,7 @@ SELECT id, f::text = translate(encode(f::bytea, 'base64'), E'\n', '') AS is_base
   FROM io ORDER BY id;
 -- the sizeless empty filter has one short text form
 SELECT f::text FROM io WHERE id = 4;
--- bytes begin with the magic and version (FORMAT.md)
+-- bytes begin with the magic and version (docs/format.md)
 SELECT id, substr(f::bytea, 1, 8) AS header_start FROM io ORDER BY id;
 -- bytea -> bloom -> bytea is the identity
 SELECT id, f::bytea::bloom::bytea = f::bytea AS bytea_round_trip FROM io ORDER BY id;

@@ -1,6 +1,6 @@
 -- Crafted malformed values: one per validation rule, through every gate,
 -- each with its SQLSTATE.
--- Header (FORMAT.md), offsets from 0, integers little-endian:
+-- Header (docs/format.md), offsets from 0, integers little-endian:
 --   0 magic "AMQB" | 4 version | 5 layout | 6 hash scheme | 7 flags
 --   8 family (4) | 12 hashes (2) | 14 reserved (2) | 16 seed (8)
 --   24 nbits (8) | 32 capacity (8) | 40 target fpr (8, float) | 48 inserted (8)

@@ -41,7 +41,7 @@ EXCEPTION WHEN OTHERS THEN
   RETURN NEXT 'HINT: ' || hint;
 END $$;
 
--- FNV-1a of an identity text, as FORMAT.md defines the family id
+-- FNV-1a of an identity text, as docs/format.md defines the family id
 CREATE FUNCTION fnv1a(s text) RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
   h bigint := 2166136261;

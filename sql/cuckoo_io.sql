@@ -24,7 +24,7 @@ SELECT id, f::text = translate(encode(f::bytea, 'base64'), E'\n', '') AS is_base
 -- the sizeless empty filter has one short text form
 SELECT f::text FROM io WHERE id = 3;
 -- bytes begin with the magic, version, bucket size, hash scheme and
--- fingerprint width (FORMAT.md); version 2 once copies of a value are
+-- fingerprint width (docs/format.md); version 2 once copies of a value are
 -- counted (row 6)
 SELECT id, substr(f::bytea, 1, 8) AS header_start FROM io ORDER BY id;
 -- bytea -> cuckoo -> bytea is the identity

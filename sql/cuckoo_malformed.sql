@@ -1,6 +1,6 @@
 -- Crafted malformed cuckoo values: one per validation rule, in the order
 -- amq_cuckoo_open checks them, through every gate, each with its SQLSTATE.
--- Header (FORMAT.md), offsets from 0, integers little-endian:
+-- Header (docs/format.md), offsets from 0, integers little-endian:
 --   0 magic "AMQC" | 4 version | 5 bucket size | 6 hash scheme | 7 fingerprint bits
 --   8 flags (4) | 12 family (4) | 16 seed (8) | 24 capacity (8)
 --   32 target fpr (8, float) | 40 tables (4) | 44 counter entries (4, version 2)

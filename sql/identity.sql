@@ -5,7 +5,7 @@
 CREATE SCHEMA identity_test;
 SET search_path = identity_test, public;
 
--- FNV-1a of an identity text, as FORMAT.md defines the family id
+-- FNV-1a of an identity text, as docs/format.md defines the family id
 CREATE FUNCTION fnv1a(s text) RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
   h bigint := 2166136261;

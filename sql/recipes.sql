@@ -1,6 +1,6 @@
--- The README's recipes, their statements as the README writes them (only
--- the sizes of the cache guard's filter are smaller, and a literal key is a
--- parameter), each with no filter (an empty filter table), a NULL filter
+-- The recipes of docs/recipes.md, their statements as written there (only
+-- the filters are all sized by hand, the cache guard's smaller, and a literal
+-- key is a parameter), each with no filter (an empty filter table), a NULL filter
 -- where the table allows one, and a real filter.  A missing filter means
 -- "maybe": every answer must be the plain query's, and a probe must never
 -- say "no" for a key that exists.

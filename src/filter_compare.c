@@ -4,7 +4,7 @@
  *		filter types: what "=", DISTINCT, GROUP BY, UNION, unique
  *		constraints and hash and merge joins need.
  *
- * Two filters are equal when their serialized bytes are (FORMAT.md).  So
+ * Two filters are equal when their serialized bytes are (docs/format.md).  So
  * filters of the same values built with a different n, p or layout are not
  * equal, nor are cuckoo filters whose fingerprints landed in other slots
  * (the same values added in another order, a parallel build).  Comparing

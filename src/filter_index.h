@@ -3,7 +3,7 @@
  *		The amqfilter index access method: a bloom filter of a column, on
  *		index pages, that PostgreSQL keeps current on every write path.
  *
- * On disk (FORMAT.md, "The filter index"): block 0 is the metapage, the
+ * On disk (docs/format.md, "The filter index"): block 0 is the metapage, the
  * rest hold the generations of a paged blocked bloom filter
  * (core/amq_bloom_paged.h), each a run of consecutive pages.  A data page
  * has a small header (the page's generation and how many of its bits are

@@ -4,8 +4,8 @@
  *		casts.
  *
  * Both types share one scheme: the text form is the canonical base64 of the
- * serialized bytes (FORMAT.md), the binary form is those bytes as they are,
- * and a cast to bytea yields them too.  Every way in runs the type's core
+ * serialized bytes (docs/format.md), the binary form is those bytes as they
+ * are, and a cast to bytea yields them too.  Every way in runs the type's core
  * validator before the value is used.  The functions here are written once
  * against an AmqFormat; the type's own file expands AMQ_FORMAT_FUNCTIONS into
  * the SQL-visible one-line wrappers.

@@ -11,10 +11,10 @@
  * of one operator family (int2/int4/int8, float4/float8), numeric ignores
  * display scale, and collatable types hash under the call's collation.
  *
- * A filter records what its values are as a 32-bit id (FORMAT.md: family),
- * the FNV-1a hash of an identity text that must mean the same thing in every
- * database a filter can travel to, and must tell apart every two types whose
- * values could hash differently:
+ * A filter records what its values are as a 32-bit id (docs/format.md:
+ * family), the FNV-1a hash of an identity text that must mean the same thing
+ * in every database a filter can travel to, and must tell apart every two
+ * types whose values could hash differently:
  *
  *	- a scalar type: its hash operator family, "pg_catalog.integer_ops", or
  *	  for a family an extension owns, "extension citext.citext_ops", so the
@@ -503,7 +503,7 @@ check_stable(const AmqHasher *hasher)
 }
 
 /*
- * The id a filter of values of type, under collation, records (FORMAT.md:
+ * The id a filter of values of type, under collation, records (docs/format.md:
  * family), after the checks of amq_check_hashable.  Partition filters keep
  * it, to tell whether their column still hashes as it did at their build.
  */

@@ -1,7 +1,8 @@
 /*
  * cuckoo_model.h
- *		The cuckoo filter's format as the tests read it: field offsets and the
- *		hash-to-slot mapping, written from amq_cuckoo.h and FORMAT.md only.
+ *		The cuckoo filter's format as the tests read it: field offsets and
+ *		the hash-to-slot mapping, written from amq_cuckoo.h and
+ *		docs/format.md only.
  *
  * The core's own mapping decides where fingerprints live, so it is part of
  * the format; these reference formulas are a second, independent reading of
@@ -19,7 +20,7 @@
 #include "amq_cuckoo.h"
 #include "harness.h"
 
-/* Format offsets (FORMAT.md), used with the harness's poke/peek helpers. */
+/* Format offsets (docs/format.md), for the harness's poke/peek helpers. */
 #define OFF_MAGIC		0
 #define OFF_VERSION		4
 #define OFF_BUCKET_SIZE	5
@@ -40,7 +41,7 @@
 #define TOFF_RESERVED	28
 
 /* ----------------------------------------------------------------
- * Reference formulas, written from amq_cuckoo.h and FORMAT.md only.
+ * Reference formulas, written from amq_cuckoo.h and docs/format.md only.
  * ----------------------------------------------------------------
  */
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test/demo.sh: see amqfilter work.
 #
-#   sudo bash test/demo.sh
+#   bash test/demo.sh       as root (or with sudo)
 #
 # Builds and installs the extension, starts a throwaway PostgreSQL 15 cluster, and
 # times a semi-join and an anti-join of a 5M-row events table against a set of user
@@ -86,7 +86,7 @@ show_hash_size() {
 		| sed -n 's/^ *\(Buckets: .*\)$/    plain join hash table: \1/p'
 }
 
-# The pre-filtered queries are the README's recipes with the filter kept in a
+# The pre-filtered queries are the README's join recipes with the filter kept in a
 # table: the semi-join pre-filter, and the anti-join whose key the filter sets
 # to NULL for rows it rules out (one hash anti-join).  IS NOT FALSE lets every
 # row through to the exact check when the filter is missing.

@@ -44,8 +44,9 @@ export PG_BIN PG_CONFIG
 AMQ_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Debian packages the build and the tests need (gcc brings libasan and libubsan along
-# through libgcc-12-dev; iproute2 provides ss, used to find a free port).
-AMQ_PACKAGES=(postgresql-15 postgresql-server-dev-15 make gcc libc6-dev iproute2)
+# through libgcc-12-dev; iproute2 provides ss, used to find a free port; python3
+# reads META.json in test/meta.sh).
+AMQ_PACKAGES=(postgresql-15 postgresql-server-dev-15 make gcc libc6-dev iproute2 python3)
 
 # First port tried for a throwaway cluster, and how many to try after it.
 AMQ_FIRST_PORT=55432
@@ -76,6 +77,7 @@ missing_packages() {
 	command -v gcc >/dev/null || echo gcc
 	[ -f /usr/include/stdio.h ] || echo libc6-dev
 	command -v ss >/dev/null || echo iproute2
+	command -v python3 >/dev/null || echo python3
 }
 
 # Install what the build and the tests need, touching apt only when something is missing.

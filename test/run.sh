@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # test/run.sh: amqfilter's whole test run.
 #
-#   sudo bash test/run.sh
+#   bash test/run.sh        as root (or with sudo)
 #
-# Installs PostgreSQL 15 and a C toolchain when missing (as root), builds and installs
-# the extension (any compiler warning fails the build), runs the core unit tests plain
-# and under ASan/UBSan, then the pg_regress suite against a throwaway cluster, the
-# dump/restore and COPY round trips (test/roundtrip.sh), the in-place upgrade from
-# every older version (test/upgrade.sh), partition filters and the filter index on a
-# logical replication subscriber (test/replication.sh), the filter index through
-# a streaming standby, a crash and concurrent writers (test/index_wal.sh), filters
-# across restores and schema moves
+# Installs PostgreSQL 15 and a C toolchain when missing (as root), checks that
+# META.json names the version the tree builds (test/meta.sh), builds and
+# installs the extension (any compiler warning fails the build), runs the core
+# unit tests plain and under ASan/UBSan, then the pg_regress suite against a
+# throwaway cluster, every SQL example of README.md and docs/ (test/docs.sh),
+# the dump/restore and COPY round trips (test/roundtrip.sh), the in-place
+# upgrade from every older version (test/upgrade.sh), partition filters and
+# the filter index on a logical replication subscriber (test/replication.sh),
+# the filter index through a streaming standby, a crash and concurrent writers
+# (test/index_wal.sh), filters across restores and schema moves
 # (test/identity.sh), filters across a coordinator and two shards through
-# postgres_fdw (test/sharded.sh), the pg_regress suite again
-# against an ASan/UBSan build of the extension (test/sanitize.sh), and the fuzz
-# harnesses briefly (test/fuzz/run.sh).  A failed step does not stop the ones that do
+# postgres_fdw (test/sharded.sh), the pg_regress suite again against an
+# ASan/UBSan build of the extension (test/sanitize.sh), and the fuzz harnesses
+# briefly (test/fuzz/run.sh).  A failed step does not stop the ones that do
 # not depend on it.  The last line is
 #
 #   amqfilter: N passed, M failed
@@ -84,6 +86,7 @@ main() {
 	local built=yes
 
 	run_step packages ensure_packages || true
+	run_step meta bash "$AMQ_ROOT/test/meta.sh" || true
 	run_step build build_and_install || built=no
 	run_step unittest pgxs_make unittest || true
 	run_step unittest-asan pgxs_make unittest-asan || true
@@ -93,6 +96,7 @@ main() {
 	run_step fuzz bash "$AMQ_ROOT/test/fuzz/run.sh" 6 || true
 	if [ "$built" = yes ]; then
 		run_step installcheck regression_tests || true
+		run_step docs bash "$AMQ_ROOT/test/docs.sh" || true
 		run_step roundtrip bash "$AMQ_ROOT/test/roundtrip.sh" || true
 		run_step upgrade bash "$AMQ_ROOT/test/upgrade.sh" || true
 		run_step replication bash "$AMQ_ROOT/test/replication.sh" || true
@@ -103,6 +107,7 @@ main() {
 		run_step sanitize timeout 600 bash "$AMQ_ROOT/test/sanitize.sh" || true
 	else
 		skip_step installcheck "the extension did not build or install"
+		skip_step docs "the extension did not build or install"
 		skip_step roundtrip "the extension did not build or install"
 		skip_step upgrade "the extension did not build or install"
 		skip_step replication "the extension did not build or install"

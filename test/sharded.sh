@@ -29,10 +29,10 @@
 #      either direction, a shard database still at amqfilter 0.1 answers the same,
 #      and a shard database without amqfilter fails with an error naming what is
 #      missing;
-#   6. the shapes the README says do not push down still do not (an aggregate over
+#   6. the shapes docs/recipes.md says do not push down still do not (an aggregate over
 #      the partitioned table, a filter joined in from a table, the layout argument
 #      of bloom_agg over a non-text key, a server without the `extensions` option),
-#      and give the right answers anyway; the scalar subquery the README writes
+#      and give the right answers anyway; the scalar subquery docs/recipes.md writes
 #      instead of the join is sent to the shards, and with no filter or a NULL
 #      one still returns the plain join's rows.
 #
@@ -382,14 +382,14 @@ check_not_pushed() {
 		"$(remote_sql_count "$plan" '<@')" 0
 	same_rows "a filter joined in from a table: still the plain join's rows" "$sql"
 
-	# what the README recommends instead: a scalar subquery, and a test that
+	# what docs/recipes.md recommends instead: a scalar subquery, and a test that
 	# lets every row through when there is no filter, both sent to the shards
 	sql="SELECT e.k, e.payload FROM events e
 		WHERE (e.k <@ (SELECT f FROM wanted_filter)
 		       OR NOT EXISTS (SELECT FROM wanted_filter WHERE f IS NOT NULL))
 		  AND e.k IN (SELECT k FROM wanted)"
 	plan=$(explain "$sql")
-	expect "a filter kept in a table, as the README writes it: sent to both shards" \
+	expect "a filter kept in a table, as docs/recipes.md writes it: sent to both shards" \
 		"$(remote_sql_count "$plan" 'OPERATOR\(public\.<@\) \$1::public\.bloom\) OR \(NOT \$2::boolean\)')" 2
 	same_rows "a filter kept in a table: the plain join's rows" "$sql"
 	coord "TRUNCATE wanted_filter"

@@ -140,8 +140,8 @@ test_fpr_classic_0001(void)
 
 /*
  * Known answers: bit positions for two hashes in hand-built headers.  The
- * positions are part of the format (FORMAT.md lists the same numbers), so a
- * change here breaks every stored filter.
+ * positions are part of the format (docs/format.md lists the same numbers),
+ * so a change here breaks every stored filter.
  */
 static void
 check_known_positions(int layout, uint64_t nbits, uint16_t k, uint64_t hash,

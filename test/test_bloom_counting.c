@@ -644,7 +644,7 @@ test_validator(void)
 }
 
 /*
- * The cells are where FORMAT.md says: one key added to an empty filter
+ * The cells are where docs/format.md says: one key added to an empty filter
  * sits in sub-table 0 (all buckets tie at load 0, leftmost wins), in the
  * bucket and with the fingerprint of P_0(v) = a_0 v mod N, a_0 =
  * 0x65378c45424e619b, computed here independently with exact arithmetic.

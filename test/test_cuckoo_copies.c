@@ -350,7 +350,7 @@ test_few_values(void)
 }
 
 /*
- * Mixes the README's Limits section states: 1,000 values with 1,000
+ * Mixes what docs/limits.md states: 1,000 values with 1,000
  * copies each in a filter for n = 2,000, and 100,000 values with 100
  * copies each in a filter for n = 1M, at p = 1%, added interleaved and
  * grouped.

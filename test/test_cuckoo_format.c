@@ -12,16 +12,16 @@
  *	  formulas of amq_cuckoo.h, and the size limit (a filter that cannot be
  *	  stored must be refused quickly, before anything is allocated);
  *	- the hash-to-slot mapping and the bit packing, against the reference
- *	  formulas of amq_cuckoo.h and FORMAT.md: they decide where fingerprints
- *	  live, so they are part of the format and a change breaks every stored
- *	  filter;
+ *	  formulas of amq_cuckoo.h and docs/format.md: they decide where
+ *	  fingerprints live, so they are part of the format and a change breaks
+ *	  every stored filter;
  *	- the nesting of tables (every table has base * 2^level buckets): the
  *	  alternate bucket is an involution for any base and level, indexes and
  *	  alternates commute with shifting right, and values sharing fingerprint
  *	  and bucket pair at one level share the pair at every lower one, which
  *	  is what deletion relies on;
  *	- the bytes init writes, and the header and view kept in step by adds;
- *	- FORMAT.md's reference add (placement, counted copies, the two-move
+ *	- docs/format.md's reference add (placement, counted copies, the two-move
  *	  search, the eviction walk, the victim, counting or making room where
  *	  the filter is full), written from the document, against the core's
  *	  bytes and counters after every add: the document claims they agree
@@ -932,8 +932,8 @@ test_bit_packing(void)
  */
 
 /*
- * Step 1 of adding (FORMAT.md), read from the raw bits: a value whose pair
- * has a free slot goes to the first free slot of the bucket with more free
+ * Step 1 of adding (docs/format.md), read from the raw bits: a value whose
+ * pair has a free slot goes to the first free slot of the bucket with more free
  * slots, b1 on ties, and nothing else in the pair changes.  Every width
  * the single-load bucket read serves (f <= 14) and some it does not, with
  * adds one at a time and in batches, until the first pair that is full.
@@ -1012,7 +1012,7 @@ test_placement_rule(void)
 }
 
 /*
- * FORMAT.md's reference add for a filter of one table, written from the
+ * docs/format.md's reference add for a filter of one table, written from the
  * document alone and kept on its own copy of the bytes and its own list of
  * counter entries (level 0, the only one; their places in the counter
  * section are the core's business): step 1 (the emptier bucket), step 3
@@ -1293,7 +1293,7 @@ ref_agrees(const cf *c, const ref_table *r)
 		tb.victim_bucket != r->victim_bucket ||
 		c->v.items != r->items + r->counted)
 		return false;
-	/* the counter section's entries, at 24 bytes each (FORMAT.md) */
+	/* the counter section's entries, at 24 bytes each (docs/format.md) */
 	for (i = 0; i < counters; i++)
 	{
 		const uint8_t *e = section + (size_t) i * 24;
@@ -1347,8 +1347,8 @@ core_add_no_table(cf *c, const uint64_t *hashes, size_t n, bool batched)
 }
 
 /*
- * The whole add of FORMAT.md (steps 1 to 7) against the core, one value at
- * a time and in batches: a one-table filter filled until it is full, a
+ * The whole add of docs/format.md (steps 1 to 7) against the core, one value
+ * at a time and in batches: a one-table filter filled until it is full, a
  * quarter of the adds copies of 16 hot values, so that counted copies
  * (step 3, and step 4 where the filter is full, both ways), the search of
  * step 5 (both levels), the eviction walk of step 6 and a parked victim all
@@ -1428,7 +1428,7 @@ test_reference_add(void)
 				}
 				if (!ref_agrees(&c, r))
 				{
-					diag("f=%u %s: the core's bytes left FORMAT.md's after %llu items",
+					diag("f=%u %s: the core's bytes left docs/format.md's after %llu items",
 						 f, batched ? "add_many" : "add",
 						 (unsigned long long) (r->items + r->counted));
 					CHECK(false);

@@ -4,8 +4,8 @@
  *		probing, merging and fill statistics.
  *
  * A filter is one byte buffer: a 56-byte little-endian header followed by
- * the bit array (FORMAT.md has the byte-level spec).  Every multi-byte field
- * is read and written byte by byte, so the code is independent of host
+ * the bit array (docs/format.md has the byte-level spec).  Every multi-byte
+ * field is read and written byte by byte, so the code is independent of host
  * endianness and of the buffer's alignment (PostgreSQL hands us varlena
  * payloads at arbitrary offsets).  amq_bloom_open() decodes the header into
  * an amq_bloom_view; operations use the view and, whenever they change the
@@ -47,7 +47,7 @@
 #include "amq_bytes.h"
 #include "amq_hash.h"
 
-/* header field offsets; see FORMAT.md */
+/* header field offsets; see docs/format.md */
 #define OFF_MAGIC		0
 #define OFF_VERSION		4
 #define OFF_LAYOUT		5

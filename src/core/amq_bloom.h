@@ -7,7 +7,7 @@
  * memory and never reports errors; callers ask for sizes, provide buffers and
  * map amq_status codes to their own error reporting.
  *
- * A filter lives in one contiguous byte buffer whose layout FORMAT.md
+ * A filter lives in one contiguous byte buffer whose layout docs/format.md
  * specifies: a 56-byte little-endian header followed by the bit array.  The
  * same bytes are the on-disk value (after the varlena header), the binary
  * send/recv payload and the result of a cast to bytea.  amq_bloom_open()

@@ -10,7 +10,7 @@
  * that every caller grows a filter the same way and no more than it must;
  * amq_cuckoo_add alone says AMQ_FULL and leaves growing to its caller.
  *
- * A filter is one byte buffer (FORMAT.md): a 64-byte little-endian header
+ * A filter is one byte buffer (docs/format.md): a 64-byte little-endian header
  * followed by one or more tables.  Each table is a 32-byte table header and
  * an array of 64-bit little-endian words holding buckets of four
  * fingerprints of f bits each, bit-packed (4 <= f <= 32).  The first table
@@ -420,7 +420,8 @@ extern void amq_cuckoo_stats_end(const amq_cuckoo_view *view,
 								 amq_cuckoo_stats *out);
 
 /*
- * The hash-to-slot mapping, exposed for tests and for readers of FORMAT.md.
+ * The hash-to-slot mapping, exposed for tests and for readers of
+ * docs/format.md.
  * With x = fmix64(hash), in a table of B = base * 2^level buckets:
  * fingerprint: 1 + floor(lo32(x) * (2^f - 1) / 2^32), never 0.
  * index: floor(x * B / 2^64).

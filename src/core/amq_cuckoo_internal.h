@@ -36,7 +36,7 @@
 #define AMQ_FLATTEN
 #endif
 
-/* header field offsets; see FORMAT.md */
+/* header field offsets; see docs/format.md */
 #define OFF_MAGIC		0
 #define OFF_VERSION		4
 #define OFF_BUCKET_SIZE	5
@@ -445,7 +445,7 @@ counter_at(const amq_cuckoo_view *view, uint32_t i)
 	return view->base + view->tables_end + (size_t) i * AMQ_CUCKOO_COUNTER_SIZE;
 }
 
-/* First entry a key's search looks at (FORMAT.md specifies it). */
+/* First entry a key's search looks at (docs/format.md specifies it). */
 static inline uint32_t
 counter_home(uint64_t bucket, uint32_t fp, unsigned level, uint32_t n)
 {

@@ -747,7 +747,7 @@ bucket_read_via(amq_read_fn read, void *ctx, size_t words_off, uint64_t b,
 	uint64_t	bit = b * 4 * f;
 	size_t		first = (size_t) (bit >> 3);
 
-	/* up to the 8-byte load of the last slot: inside the words (FORMAT.md) */
+	/* up to the 8-byte load of the last slot: inside the words (docs/format.md) */
 	bucket_read_at(read(ctx, words_off + first,
 						(size_t) ((bit + 3 * f) >> 3) + 8 - first),
 				   (unsigned) (bit & 7), f, out);

@@ -11,7 +11,7 @@
  * constants.  A probe reads 32 bytes (half a cache line) and tests its
  * eight bits with no branch between them, which a compiler turns into a few
  * vector instructions.  At 12 bits a key its false-positive rate is about
- * 0.55% (test_split_block.c); the stored bloom type's layouts (FORMAT.md) cost more per probe for
+ * 0.55% (test_split_block.c); the stored bloom type's layouts (docs/format.md) cost more per probe for
  * the sake of a format other versions must read, which this one does not
  * have.
  *

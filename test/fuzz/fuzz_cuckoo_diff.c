@@ -148,7 +148,7 @@ reserve_for_merge(void *ctx, size_t need)
  * A hash reported present already (its fingerprint is in its pair in some
  * table, or counted) must not need a table: its copy is counted if there is
  * no room, unless the filter has no counter section and a growth table
- * would be shorter than one (FORMAT.md, step 4 of adding).
+ * would be shorter than one (docs/format.md, step 4 of adding).
  */
 static bool
 filter_add(filter *f, uint64_t hash)

@@ -9,7 +9,7 @@
  * valid values built with the core itself, every file under 4 KB:
  *	fuzz_bloom_open/   the sizeless empty filter, empty and filled classic
  *	                   and blocked filters, filled counting and dleft ones
- *	fuzz_cuckoo_open/  the sizeless empty filter, the FORMAT.md worked
+ *	fuzz_cuckoo_open/  the sizeless empty filter, the docs/format.md worked
  *	                   example, empty and filled filters, a filter grown to
  *	                   three tables, one grown by copies of a single value,
  *	                   one with a victim
@@ -173,7 +173,7 @@ main(int argc, char **argv)
 	amq_cuckoo_init_empty(buf);
 	write_value("fuzz_cuckoo_open", "empty_sizeless", buf, AMQ_CUCKOO_HEADER_SIZE);
 	{
-		/* the worked example of FORMAT.md: n 10, p 0.1, hA and hB added */
+		/* the worked example of docs/format.md: n 10, p 0.1, hA and hB added */
 		amq_cuckoo_params params;
 		amq_cuckoo_view v;
 		uint8_t		ex[256];
