@@ -848,7 +848,7 @@ amq_join_filter_init(void)
 							"A join whose build side is estimated to have more rows "
 							"gets no filter, and one found to have more turns its "
 							"filter off (8 bytes a key while the build side is read, "
-							"about 1.2 after).",
+							"about 1.5 after).",
 							&amq_join_filter_max_keys, 10000000, 1, INT_MAX / 2,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomRealVariable("amqfilter.join_filter_min_probe_rows",
