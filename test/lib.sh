@@ -24,11 +24,12 @@
 #   run_psql ARGS...     psql that ignores ~/.psqlrc and stops at the first error
 #   exec_ms SQL          server-side execution time of one run of SQL, in ms (after
 #                        the SET commands SQL may begin with)
+#   client_ms SQL        the same as psql's \timing sees it, without EXPLAIN
 #   median_exec_ms RUNS SQL
 #                        median of RUNS such times
 #   timed_ms RUNS SQL [DECIMALS]
 #                        the same after a warm-up run, or "timeout"
-#   interleaved_ms RUNS SQL...
+#   interleaved_ms [--client] RUNS SQL...
 #                        the median time of each SQL, measured side by side in rounds
 #   median [DECIMALS]    median of the numbers on standard input
 #   foreign_scan_rows    rows the foreign scans returned, in the EXPLAIN ANALYZE
@@ -375,21 +376,41 @@ run_psql() {
 	"$PG_BIN/psql" -X -v ON_ERROR_STOP=1 "$@"
 }
 
+# leading_sets SQL: splits SQL into the SET commands it begins with ("SET a = b;
+# SET c = d; SELECT ..."; no ';' in their values), as psql -c arguments in
+# SQL_SETUP, and the rest in SQL_BODY.
+leading_sets() {
+	SQL_SETUP=()
+	SQL_BODY=$1
+	while [[ $SQL_BODY =~ ^[[:space:]]*(SET[[:space:]][^\;]*\;)(.*)$ ]]; do
+		SQL_SETUP+=(-c "${BASH_REMATCH[1]}")
+		SQL_BODY=${BASH_REMATCH[2]}
+	done
+}
+
 # Execution time of one run of SQL in milliseconds, as EXPLAIN (ANALYZE, TIMING OFF)
 # reports it: planning and sending rows to the client are not included, and no
-# per-node clock reads distort it.  SQL may begin with SET commands ("SET a = b;
-# SET c = d; SELECT ..."; no ';' in their values): they run first, in the same
-# session, untimed, so that queries measured side by side may differ in settings.
+# per-node clock reads distort it.  SQL may begin with SET commands (leading_sets):
+# they run first, in the same session, untimed, so that queries measured side by
+# side may differ in settings.
 exec_ms() {
-	local sql=$1 ms
-	local -a setup=()
-	while [[ $sql =~ ^[[:space:]]*(SET[[:space:]][^\;]*\;)(.*)$ ]]; do
-		setup+=(-c "${BASH_REMATCH[1]}")
-		sql=${BASH_REMATCH[2]}
-	done
-	ms=$(run_psql -At "${setup[@]}" -c "EXPLAIN (ANALYZE, TIMING OFF) $sql" \
+	local ms
+	leading_sets "$1"
+	ms=$(run_psql -At "${SQL_SETUP[@]}" -c "EXPLAIN (ANALYZE, TIMING OFF) $SQL_BODY" \
 		| sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p')
-	[ -n "$ms" ] || die "no execution time reported for: $sql"
+	[ -n "$ms" ] || die "no execution time reported for: $1"
+	echo "$ms"
+}
+
+# Time of one run of SQL in milliseconds as psql's \timing reports it: planning,
+# execution and the round trip, without EXPLAIN ANALYZE's instrumentation, which
+# costs a function call or two per row in every plan node.  SQL as for exec_ms.
+client_ms() {
+	local ms
+	leading_sets "$1"
+	ms=$(run_psql -At "${SQL_SETUP[@]}" -c '\timing on' -c "$SQL_BODY" \
+		| sed -n 's/^Time: \([0-9.]*\) ms.*$/\1/p' | tail -n 1)
+	[ -n "$ms" ] || die "no time reported for: $1"
 	echo "$ms"
 }
 
@@ -400,22 +421,28 @@ median_exec_ms() {
 	done | median
 }
 
-# interleaved_ms RUNS SQL...: the median execution time of each SQL, one a line
-# in order, measured in RUNS rounds that each run every SQL once (after one
-# warm-up round).  On a machine whose speed drifts (shared, virtual), queries
-# measured side by side see the same drift, so their ratios are steadier than
-# when each query's runs come one after the other.
+# interleaved_ms [--client] RUNS SQL...: the median execution time of each SQL
+# (exec_ms; with --client, client_ms), one a line in order, measured in RUNS
+# rounds that each run every SQL once (after one warm-up round).  On a machine
+# whose speed drifts (shared, virtual), queries measured side by side see the
+# same drift, so their ratios are steadier than when each query's runs come one
+# after the other.
 interleaved_ms() {
+	local timer=exec_ms
+	if [ "$1" = --client ]; then
+		timer=client_ms
+		shift
+	fi
 	local runs=$1 sql i r
 	shift
 	local -a times=()
 	for sql in "$@"; do
-		exec_ms "$sql" >/dev/null
+		"$timer" "$sql" >/dev/null
 	done
 	for ((r = 0; r < runs; r++)); do
 		i=0
 		for sql in "$@"; do
-			times[i]+="$(exec_ms "$sql") "
+			times[i]+="$("$timer" "$sql") "
 			i=$((i + 1))
 		done
 	done
