@@ -346,12 +346,17 @@ machine_info() {
 
 write_results() {
 	local kept heading
-	# the sections bench/sharded.sh, bench/probe.sh, bench/joins.sh and
-	# bench/shapes.sh write stay as they were
+	# the sections bench/sharded.sh, bench/probe.sh, bench/joins.sh,
+	# bench/partitions.sh, bench/index.sh, bench/sizeless.sh, bench/shapes.sh
+	# and bench/joinfilter.sh write stay as they were
 	kept=$(for heading in "## Sharded tables (postgres_fdw)" \
 		"## Stored filters: probes through slices" \
 		"## Joins, builds and estimates" \
-		"## Query shapes: a join to a table of filters, a probe in a function"; do
+		"## Partition filters" \
+		"## Filter index" \
+		"## Sizeless aggregates" \
+		"## Query shapes: a join to a table of filters, a probe in a function" \
+		"## Runtime join filters"; do
 		results_section "$RESULTS_FILE" "$heading"
 	done)
 	{

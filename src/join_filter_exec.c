@@ -740,13 +740,33 @@ probe_begin(CustomScanState *css, EState *estate, int eflags)
 	node->testing = true;
 }
 
-/* Stops testing if the first rows tested show the filter does not pay. */
+/* A probe node that stopped testing: its child's rows, as they come. */
+static TupleTableSlot *
+probe_pass(PlanState *ps)
+{
+	JoinFilterState *node = (JoinFilterState *) ps;
+	TupleTableSlot *slot = ExecProcNode(node->child);
+
+	if (!TupIsNull(slot))
+		InstrCountFiltered2(node, 1);
+	return slot;
+}
+
+/*
+ * Stops testing if the first rows tested show the filter does not pay.
+ * From then on the node's rows go through probe_pass, which costs a call
+ * a row and no more: a join whose rows mostly match pays next to nothing
+ * for its filter past the first JOIN_FILTER_WINDOW rows.
+ */
 static void
 probe_decide(JoinFilterState *node)
 {
 	if (node->tested == JOIN_FILTER_WINDOW &&
 		(double) node->rejected < amq_join_filter_min_rejected * (double) node->tested)
+	{
 		node->testing = false;
+		ExecSetExecProcNode(&node->css.ss.ps, probe_pass);
+	}
 }
 
 static TupleTableSlot *
