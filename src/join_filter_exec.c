@@ -878,9 +878,11 @@ amq_join_filter_init(void)
 							 &amq_join_filter_min_probe_rows, 10000, 0, 1e15,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomRealVariable("amqfilter.join_filter_min_rejected",
-							 "The share of the first probe-side rows a runtime join "
-							 "filter must reject to keep testing.",
-							 "0 keeps every filter testing every row.",
+							 "The share of its probe-side rows a hash join must be "
+							 "expected to lose to get a runtime filter, and the share "
+							 "of the first rows tested the filter must reject to keep "
+							 "testing.",
+							 "0 adds a filter to every eligible join and keeps it testing every row.",
 							 &amq_join_filter_min_rejected, 0.25, 0, 1,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	RegisterCustomScanMethods(&amq_join_filter_build_methods);

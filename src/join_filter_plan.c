@@ -25,6 +25,11 @@
  *	  match): a probe-side row without a match marks nothing.
  * Not for left, full or anti joins: they return the probe-side rows that
  * have no match, which are exactly the rows the filter would drop.
+ * And only when the join is worth it: a probe side estimated to have at
+ * least amqfilter.join_filter_min_probe_rows rows, a build side of at most
+ * amqfilter.join_filter_max_keys, and estimates that say the join loses at
+ * least amqfilter.join_filter_min_rejected of its probe-side rows (the
+ * share a filter must reject at run time to keep testing).
  *
  * Where.  The filter is tested "as early as possible": the probe node goes
  * under the join, and further down while the key passes unchanged (a plain
@@ -392,6 +397,31 @@ place_probe(Rewrite *rw, Plan **slot, List *keys, const JoinFilterSpec *spec)
 	*slot = make_filter_node(rw, &amq_join_filter_probe_methods, plan, keys, spec);
 }
 
+/*
+ * The share of the probe side's rows the join is expected to find a match
+ * for, from the plan's estimates, or -1 when they do not say.  An inner or
+ * semi join returns at least one row for each probe-side row that has a
+ * match (a right join also each unmatched build-side row), so its rows over
+ * the probe side's are at least that share: the estimate errs towards
+ * "most rows match", towards no filter.  A right anti or right semi join
+ * returns build-side rows, which say nothing of the probe side.
+ */
+static double
+expected_match_share(const HashJoin *join, const Plan *outer)
+{
+	switch (join->join.jointype)
+	{
+		case JOIN_INNER:
+		case JOIN_SEMI:
+		case JOIN_RIGHT:
+			if (outer->plan_rows <= 0)
+				return -1;
+			return Min(1.0, join->join.plan.plan_rows / outer->plan_rows);
+		default:
+			return -1;
+	}
+}
+
 /* Adds a filter to a hash join, if it is eligible. */
 static void
 add_filter(Rewrite *rw, HashJoin *join)
@@ -401,6 +431,7 @@ add_filter(Rewrite *rw, HashJoin *join)
 	JoinFilterSpec spec;
 	int			nkeys = list_length(join->hashkeys);
 	JoinFilterSpec probe;
+	double		match_share;
 	int			i;
 
 	if (!join_may_filter(join->join.jointype) || !IsA(hash, Hash) || nkeys == 0 ||
@@ -409,6 +440,15 @@ add_filter(Rewrite *rw, HashJoin *join)
 	/* a probe side too small to gain, a build side too large to hold */
 	if (outer->plan_rows < amq_join_filter_min_probe_rows ||
 		hash->plan.plan_rows > (double) amq_join_filter_max_keys)
+		return;
+	/*
+	 * a join expected to match too many of its probe-side rows to pay for
+	 * testing them: the test the probe node makes on its first rows, made
+	 * from the estimates, so that such a join keeps its plan unchanged (a
+	 * filter that switches itself off still costs a node a row)
+	 */
+	match_share = expected_match_share(join, outer);
+	if (match_share >= 0 && 1.0 - match_share < amq_join_filter_min_rejected)
 		return;
 
 	spec.nkeys = nkeys;
