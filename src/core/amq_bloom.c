@@ -304,8 +304,7 @@ set_bits(const amq_bloom_view *view, uint64_t hash)
 
 	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
 	{
-		(void) amq_block_set(bits + fastrange64(h1, view->nblocks) * BLOCK_BYTES,
-							 h2, k);
+		amq_block_or(bits + fastrange64(h1, view->nblocks) * BLOCK_BYTES, h2, k);
 	}
 	else
 	{
@@ -426,17 +425,24 @@ amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes, size_t count,
 	}
 	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
 	{
-		/* one cache line per key: the loop specialized, the layout known */
+		/*
+		 * One cache line per key: the loop specialized, the layout known,
+		 * the view's fields in locals (a store through the bytes may alias
+		 * them, so the compiler would read them again for every key).
+		 */
 		uint8_t    *bits = view->bits;
 		uint64_t	nblocks = view->nblocks;
+		unsigned	k = view->hashes;
 
 		for (i = 0; i < count && i < ADD_PREFETCH_DISTANCE; i++)
 			amq_prefetch_write(bits + fastrange64(hashes[i], nblocks) * BLOCK_BYTES);
 		for (i = 0; i < count; i++)
 		{
+			uint64_t	hash = hashes[i];
+
 			if (i + ADD_PREFETCH_DISTANCE < count)
 				amq_prefetch_write(bits + fastrange64(hashes[i + ADD_PREFETCH_DISTANCE], nblocks) * BLOCK_BYTES);
-			set_bits(view, hashes[i]);
+			amq_block_or(bits + fastrange64(hash, nblocks) * BLOCK_BYTES, fmix64(hash), k);
 		}
 		count_added(view, count, family);
 		return AMQ_OK;
@@ -483,8 +489,7 @@ may_contain(const amq_bloom_view *view, uint64_t hash, amq_read_fn read,
 									fastrange64(h1, view->nblocks) * BLOCK_BYTES,
 									BLOCK_BYTES);
 
-		if (!amq_block_test(block, h2, k))
-			return false;
+		return amq_block_test(block, h2, k);
 	}
 	else
 	{
