@@ -486,6 +486,8 @@ hasher_init(AmqHasher *hasher, Oid type, Oid collation, MemoryContext mcxt)
 		hasher->int_width = 0;
 	fmgr_info_cxt(tce->hash_extended_proc, &hasher->proc, mcxt);
 	hasher_identify(hasher);
+	hasher->int_plain = hasher->int_width != 0 && !hasher->enum_by_label &&
+		hasher->unstable == NULL;
 }
 
 /* Errors if a restore would change the hashes of the hasher's values. */
