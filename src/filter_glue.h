@@ -137,9 +137,22 @@ typedef struct AmqCallCache
 	struct AmqFamilyIndex *families;	/* ids of known types, for info */
 	AmqFilterCache filter[2];	/* one per filter argument */
 	struct AmqMergeCache *merge;	/* merges only: the last result */
+	/* probes of integers: lookup3 after the seed lookup3_seed, if set */
+	bool		lookup3_set;
+	uint64		lookup3_seed;
+	amq_lookup3_seeded lookup3;
 } AmqCallCache;
 
-extern AmqCallCache *amq_call_cache(FunctionCallInfo fcinfo);
+extern AmqCallCache *amq_call_cache_new(FunctionCallInfo fcinfo);
+
+/* The call site's cache, made on its first call (once per row: inline). */
+static inline AmqCallCache *
+amq_call_cache(FunctionCallInfo fcinfo)
+{
+	if (likely(fcinfo->flinfo->fn_extra != NULL))
+		return (AmqCallCache *) fcinfo->flinfo->fn_extra;
+	return amq_call_cache_new(fcinfo);
+}
 extern bool amq_filter_arg(FunctionCallInfo fcinfo, int argno,
 						   AmqFilterCache *cache, const AmqFormat *format,
 						   uint8 **data, size_t *len);
