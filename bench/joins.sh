@@ -55,16 +55,6 @@ ESTIMATE_ROWS=()
 
 [[ $ROWS =~ ^[0-9]+$ ]] && [ "$ROWS" -ge 1000 ] || die "AMQ_JOINS_ROWS must be a whole number >= 1000"
 
-# The hll extension, from Debian's package, into the PostgreSQL PG_BIN belongs to.
-ensure_hll() {
-	local sharedir
-	sharedir=$("$PG_CONFIG" --sharedir)
-	[ -f "$sharedir/extension/hll.control" ] && return 0
-	install_packages "postgresql-15-hll" postgresql-15-hll
-	[ -f "$sharedir/extension/hll.control" ] \
-		|| die "postgresql-15-hll installed, but $sharedir/extension/hll.control is missing (PG_BIN=$PG_BIN)"
-}
-
 load() {
 	log "joins: loading t ($ROWS rows), small ($SMALL)"
 	run_psql -q >/dev/null <<-SQL

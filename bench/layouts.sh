@@ -14,7 +14,13 @@
 #   build   bloom_agg / cuckoo_agg over $ROWS int8 rows  vs  count(col)
 #   probe   filter @> col over the rows (the filter stored in a table, read once
 #           through an InitPlan)  vs  col <> -1, and vs the cuckoo filter's probe
+#   default the default layouts over $DEFAULT_ROWS int8 rows t10(id): bloom_agg
+#           (blocked) and cuckoo_agg vs count(id) and hll_add_agg(hll_hash_bigint(id)),
+#           and a probe of a filter of every 10th row (1.2 MB at 10M rows) vs
+#           id <> -1
 #
+# and prints the speed targets (bloom layouts and default layouts) with the
+# ratio each measured and whether it is met.
 # Each time is the median of $RUNS rounds of EXPLAIN (ANALYZE, TIMING OFF)'s
 # "Execution Time", a round running the baseline and every filter's query once,
 # so that drift in the machine's speed reaches all of them; every ratio is
@@ -24,7 +30,9 @@
 # layout, with the textbook curves beside them.
 #
 # Environment: RUNS=5, AMQ_BENCH_ROWS=2000000, AMQ_BENCH_FPR_KEYS=200000,
-# AMQ_BENCH_PROBES=2000000, AMQ_BENCH_SKIP_BUILD=1 (use the installed extension).
+# AMQ_BENCH_PROBES=2000000, AMQ_BENCH_DEFAULT_ROWS=10000000 (0 skips that part;
+# installs postgresql-15-hll when missing, as root), AMQ_BENCH_SKIP_BUILD=1 (use
+# the installed extension).
 set -euo pipefail
 
 # shellcheck source=test/lib.sh
@@ -34,6 +42,7 @@ RUNS=${RUNS:-5}
 ROWS=${AMQ_BENCH_ROWS:-2000000}
 FPR_KEYS=${AMQ_BENCH_FPR_KEYS:-200000}
 PROBES=${AMQ_BENCH_PROBES:-2000000}
+DEFAULT_ROWS=${AMQ_BENCH_DEFAULT_ROWS:-10000000}
 OUT_MD=$AMQ_ROOT/bench/LAYOUTS.md
 OUT_DAT=$AMQ_ROOT/bench/layouts.dat
 OUT_PNG=$AMQ_ROOT/bench/layouts.png
@@ -41,10 +50,18 @@ BLOOM_LAYOUTS=(blocked classic counting dleft)
 
 FPR_ROWS=()
 TIME_ROWS=()
+DEFAULT_ROWS_OUT=()
+DEFAULT_MB=
+TARGET_ROWS=()
+# ratios the targets are checked against, by name
+declare -A RATIO=()
 
 for v in "$ROWS" "$FPR_KEYS" "$PROBES" "$RUNS"; do
 	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] || die "sizes and RUNS must be positive whole numbers"
 done
+if ! [[ $DEFAULT_ROWS =~ ^[0-9]+$ ]] || { [ "$DEFAULT_ROWS" -ne 0 ] && [ "$DEFAULT_ROWS" -lt 1000 ]; }; then
+	die "AMQ_BENCH_DEFAULT_ROWS must be 0 or a whole number >= 1000"
+fi
 
 ensure_gnuplot() {
 	command -v gnuplot >/dev/null && return 0
@@ -111,16 +128,30 @@ bench_fpr() {
 	done <<<"$rows"
 }
 
-# time_row NAME BASELINE_MS SQL [REF_NAME REF_MS]: a timing row, ratio to the baseline
-# and, given, to a reference measured in the same run.
-# time_row NAME BASELINE_MS MS [REF_NAME REF_MS]: records a measured row.
+# time_row NAME BASELINE_MS MS [REF_NAME REF_MS]: records a measured row, its ratio
+# to the baseline and, given, to a reference measured in the same run; both
+# ratios are kept in RATIO["NAME"] and RATIO["NAME/REF_NAME"].
 time_row() {
-	local name=$1 baseline=$2 ms=$3 ref_name=${4:-} ref_ms=${5:-} ratio ref=
-	ratio=$(awk -v a="$ms" -v b="$baseline" 'BEGIN { printf "%.2f", a / b }')
-	[ -z "$ref_ms" ] || ref=$(awk -v a="$ms" -v b="$ref_ms" 'BEGIN { printf "%.2f", a / b }')
-	printf '%-22s %10.1f ms  %10.1f ms  ratio %s %s\n' "$name" "$ms" "$baseline" "$ratio" \
+	local name=$1 baseline=$2 ms=$3 ref_name=${4:-} ref_ms=${5:-} by_base ref=
+	by_base=$(ratio "$ms" "$baseline" 2)
+	RATIO[$name]=$by_base
+	if [ -n "$ref_ms" ]; then
+		ref=$(ratio "$ms" "$ref_ms" 2)
+		RATIO[$name/$ref_name]=$ref
+	fi
+	printf '%-22s %10.1f ms  %10.1f ms  ratio %s %s\n' "$name" "$ms" "$baseline" "$by_base" \
 		"${ref:+(vs $ref_name: $ref)}"
-	TIME_ROWS+=("| $name | $ms | $baseline | $ratio | ${ref:+$ref ($ref_name)} |")
+	TIME_ROWS+=("| $name | $ms | $baseline | $by_base | ${ref:+$ref ($ref_name)} |")
+}
+
+# default_row SQL MS BASE_MS [HLL_MS]: a row of the default layouts' table, its
+# ratios to the baseline and, given, to hll.
+default_row() {
+	local sql=$1 ms=$2 base_ms=$3 hll_ms=${4:-} by_hll=
+	[ -z "$hll_ms" ] || by_hll=$(ratio "$ms" "$hll_ms" 2)
+	printf '%-60s %10.1f ms  / baseline %s  %s\n' "$sql" "$ms" "$(ratio "$ms" "$base_ms" 2)" \
+		"${by_hll:+/ hll $by_hll}"
+	DEFAULT_ROWS_OUT+=("| \`$sql\` | $ms | $(ratio "$ms" "$base_ms" 2) | $by_hll |")
 }
 
 # The builds, then the probes, each set measured side by side (interleaved_ms):
@@ -171,6 +202,73 @@ bench_times() {
 	done
 }
 
+# The default layouts over DEFAULT_ROWS rows, where the filters leave the
+# caches: the builds side by side with count and hll, then a probe of a filter
+# of every 10th row (1.2 MB at 10M rows, blocked) side by side with a trivial
+# qual.
+bench_default() {
+	local small=$((DEFAULT_ROWS / 10)) i
+	local -a sqls=() ms=()
+	log "bench: default layouts over $DEFAULT_ROWS rows in t10(id int8)"
+	run_psql -q >/dev/null <<-SQL
+		CREATE EXTENSION IF NOT EXISTS hll;
+		CREATE EXTENSION IF NOT EXISTS pg_prewarm;
+		CREATE TABLE t10 AS SELECT g::int8 AS id FROM generate_series(1, $DEFAULT_ROWS) g;
+		CREATE TABLE df AS SELECT bloom_agg(id, $small, 0.01) AS f FROM t10 WHERE id % 10 = 0;
+		VACUUM ANALYZE t10, df;
+		SELECT pg_prewarm('t10');
+	SQL
+	DEFAULT_MB=$(run_psql -At -c "SELECT round((bloom_info(f)).bytes / 1048576.0, 1) FROM df")
+	sqls=("SELECT count(id) FROM t10"
+		"SELECT hll_add_agg(hll_hash_bigint(id)) FROM t10"
+		"SELECT bloom_agg(id, $DEFAULT_ROWS, 0.01) FROM t10"
+		"SELECT cuckoo_agg(id, $DEFAULT_ROWS, 0.01) FROM t10")
+	mapfile -t ms < <(interleaved_ms "$RUNS" "${sqls[@]}")
+	[ ${#ms[@]} -eq ${#sqls[@]} ] || die "default-layout build timings missing"
+	for i in 0 1 2 3; do
+		default_row "${sqls[i]}" "${ms[i]}" "${ms[0]}" "${ms[1]}"
+	done
+	RATIO[default bloom/hll]=$(ratio "${ms[2]}" "${ms[1]}" 2)
+	RATIO[default cuckoo/count]=$(ratio "${ms[3]}" "${ms[0]}" 2)
+
+	log "bench: probe of a $DEFAULT_MB MB filter over $DEFAULT_ROWS rows"
+	sqls=("SELECT count(*) FROM t10 WHERE id <> -1"
+		"SELECT count(*) FROM t10 WHERE (SELECT f FROM df) @> id")
+	mapfile -t ms < <(interleaved_ms "$RUNS" "${sqls[@]}")
+	[ ${#ms[@]} -eq ${#sqls[@]} ] || die "default-layout probe timings missing"
+	DEFAULT_ROWS_OUT+=("| | | | |")
+	default_row "${sqls[0]}" "${ms[0]}" "${ms[0]}"
+	default_row "${sqls[1]}" "${ms[1]}" "${ms[0]}"
+	RATIO[default probe]=$(ratio "${ms[1]}" "${ms[0]}" 2)
+	run_psql -q -c "DROP TABLE t10, df"
+}
+
+# target_row MEASURE KEY TARGET: the ratio RATIO[KEY] against "<= TARGET".
+target_row() {
+	local measure=$1 got=${RATIO[$2]:-n/a} target=$3 met
+	if [ "$got" = n/a ]; then
+		met="not measured"
+	else
+		met=$(awk -v a="$got" -v b="$target" 'BEGIN { print (a <= b) ? "yes" : "no" }')
+	fi
+	printf '%-62s %6s  target <= %s  met: %s\n' "$measure" "$got" "$target" "$met"
+	TARGET_ROWS+=("| $measure | $got | <= $target | $met |")
+}
+
+# The issue's speed targets, each against the ratio measured in this run.
+targets() {
+	log "bench: targets"
+	target_row "$ROWS rows: \`bloom_agg(..., 'counting')\` build / \`count\`" "build, counting" 2.0
+	target_row "$ROWS rows: \`bloom_agg(..., 'dleft')\` build / \`count\`" "build, dleft" 2.5
+	target_row "$ROWS rows: probe, counting / cuckoo of the same n, p" "probe, counting/cuckoo" 1.0
+	target_row "$ROWS rows: probe, dleft / cuckoo of the same n, p" "probe, dleft/cuckoo" 1.0
+	if [ "$DEFAULT_ROWS" -gt 0 ]; then
+		target_row "$DEFAULT_ROWS rows: \`bloom_agg\` / \`hll_add_agg\`" "default bloom/hll" 1.0
+		target_row "$DEFAULT_ROWS rows: \`cuckoo_agg\` / \`count\`" "default cuckoo/count" 2.0
+		target_row "$DEFAULT_ROWS rows: probe of the $DEFAULT_MB MB filter / trivial qual" "default probe" 1.2
+	fi
+}
+
 plot() {
 	log "bench: plotting $OUT_PNG"
 	gnuplot <<-GP
@@ -206,7 +304,14 @@ write_results() {
 			"$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)," \
 			"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)."
 		echo "Times are medians of $RUNS rounds, each running the baseline and every filter's query once; ratios are against baselines measured in the same rounds."
+		echo "Load average (1, 5, 15 min) at the start: $LOAD_START; at the end: $(load_average)."
 		echo "${AMQ_BENCH_NOTE:-}"
+		echo
+		echo "## Speed targets"
+		echo
+		echo "| measure | ratio | target | met |"
+		echo "|---|---|---|---|"
+		printf '%s\n' "${TARGET_ROWS[@]}"
 		echo
 		echo "## False-positive rate and bits per key"
 		echo
@@ -223,18 +328,36 @@ write_results() {
 		echo "| query | ms | baseline ms | ratio | vs the cuckoo probe |"
 		echo "|---|---|---|---|---|"
 		printf '%s\n' "${TIME_ROWS[@]}"
+		if [ "$DEFAULT_ROWS" -gt 0 ]; then
+			echo
+			echo "## Default layouts, $DEFAULT_ROWS int8 rows, p = 1%"
+			echo
+			echo "Builds side by side with \`count\` and \`hll_add_agg\` (postgresql-15-hll), filters sized for every row; then a probe of a blocked filter of every 10th row ($DEFAULT_MB MB) side by side with a trivial qual. Ratios are to the first row of each group (count, or the trivial qual) and to hll."
+			echo
+			echo "| query | ms | / baseline | / hll |"
+			echo "|---|---|---|---|"
+			printf '%s\n' "${DEFAULT_ROWS_OUT[@]}"
+		fi
 	} >"$OUT_MD"
+}
+
+load_average() {
+	cut -d ' ' -f 1-3 /proc/loadavg
 }
 
 main() {
 	local start=$SECONDS
+	LOAD_START=$(load_average)
 	ensure_gnuplot
+	[ "$DEFAULT_ROWS" -eq 0 ] || ensure_hll
 	bench_build_and_install
 	start_cluster "max_parallel_workers_per_gather = 0" "jit = off" \
 		"shared_buffers = '1GB'" "statement_timeout = '120s'"
 	load_data
 	bench_fpr
 	bench_times
+	[ "$DEFAULT_ROWS" -eq 0 ] || bench_default
+	targets
 	plot
 	write_results
 	stop_cluster

@@ -79,11 +79,10 @@
 
 /* The per-call cache in fn_extra, created on first use. */
 AmqCallCache *
-amq_call_cache(FunctionCallInfo fcinfo)
+amq_call_cache_new(FunctionCallInfo fcinfo)
 {
-	if (fcinfo->flinfo->fn_extra == NULL)
-		fcinfo->flinfo->fn_extra =
-			MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(AmqCallCache));
+	fcinfo->flinfo->fn_extra =
+		MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(AmqCallCache));
 	return (AmqCallCache *) fcinfo->flinfo->fn_extra;
 }
 

@@ -137,9 +137,22 @@ typedef struct AmqCallCache
 	struct AmqFamilyIndex *families;	/* ids of known types, for info */
 	AmqFilterCache filter[2];	/* one per filter argument */
 	struct AmqMergeCache *merge;	/* merges only: the last result */
+	/* probes of integers: lookup3 after the seed lookup3_seed, if set */
+	bool		lookup3_set;
+	uint64		lookup3_seed;
+	amq_lookup3_seeded lookup3;
 } AmqCallCache;
 
-extern AmqCallCache *amq_call_cache(FunctionCallInfo fcinfo);
+extern AmqCallCache *amq_call_cache_new(FunctionCallInfo fcinfo);
+
+/* The call site's cache, made on its first call (once per row: inline). */
+static inline AmqCallCache *
+amq_call_cache(FunctionCallInfo fcinfo)
+{
+	if (likely(fcinfo->flinfo->fn_extra != NULL))
+		return (AmqCallCache *) fcinfo->flinfo->fn_extra;
+	return amq_call_cache_new(fcinfo);
+}
 extern bool amq_filter_arg(FunctionCallInfo fcinfo, int argno,
 						   AmqFilterCache *cache, const AmqFormat *format,
 						   uint8 **data, size_t *len);
@@ -162,6 +175,8 @@ typedef struct AmqHasher
 	int			int_width;		/* 2, 4 or 8 for the integer family's own
 								 * hash functions (computed inline), else 0 */
 	bool		enum_by_label;	/* an enum, hashed by label (see hashing.c) */
+	bool		int_plain;		/* int_width != 0, no enum, stable: the
+								 * value's hash is amq_hash_int's */
 	uint32		family;			/* id of this version's identity */
 	uint32		legacy_family;	/* id 0.1 recorded, if different, else 0;
 								 * never accepted when collated */
@@ -193,12 +208,22 @@ amq_hasher_int(const AmqHasher *hasher, Datum value)
 	}
 }
 
+/*
+ * amq_hash_int with the seed's part of lookup3 given (s =
+ * amq_hash_uint32_pg_seed(seed)): for a batch of values of one seed.
+ */
 static inline uint64
-amq_hash_int(int64 v, uint64 seed)
+amq_hash_int_seeded(int64 v, uint64 seed, amq_lookup3_seeded s)
 {
 	if (v < PG_INT32_MIN || v > PG_INT32_MAX)
 		return amq_hash_wide_int64(v, seed);
-	return amq_hash_uint32_pg((uint32) (int32) v, seed);
+	return amq_hash_uint32_pg_seeded(s, (uint32) (int32) v);
+}
+
+static inline uint64
+amq_hash_int(int64 v, uint64 seed)
+{
+	return amq_hash_int_seeded(v, seed, amq_hash_uint32_pg_seed(seed));
 }
 
 extern AmqHasher *amq_hasher_get(FunctionCallInfo fcinfo, int argno);
@@ -365,10 +390,12 @@ typedef struct AmqAggState
 	struct AmqHasher *hasher;	/* NULL until the first value */
 	uint64		seed;			/* the filter's */
 	bool		sizing_fixed;	/* the sizing arguments are constants */
+	/* sizing_fixed and hasher known: a row only adds its value to pending */
+	bool		steady;
 	/*
 	 * The values are integers whose hashes the aggregate computes itself:
-	 * pending then holds the integers, hashed together when the batch is
-	 * added (a tight loop instead of a call per row).
+	 * pending then holds the integers' Datums, hashed together when the
+	 * batch is added (a tight loop instead of a call per row).
 	 */
 	bool		pending_ints;
 	uint32		pending_family;

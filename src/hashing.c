@@ -486,6 +486,8 @@ hasher_init(AmqHasher *hasher, Oid type, Oid collation, MemoryContext mcxt)
 		hasher->int_width = 0;
 	fmgr_info_cxt(tce->hash_extended_proc, &hasher->proc, mcxt);
 	hasher_identify(hasher);
+	hasher->int_plain = hasher->int_width != 0 && !hasher->enum_by_label &&
+		hasher->unstable == NULL;
 }
 
 /* Errors if a restore would change the hashes of the hasher's values. */
@@ -645,6 +647,9 @@ amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed, uint32 family)
 	bool		legacy = family != 0 && family == hasher->legacy_family &&
 		!hasher->collated;
 
+	/* what follows comes to this for the integers, legacy or not */
+	if (hasher->int_plain)
+		return amq_hash_int(amq_hasher_int(hasher, value), seed);
 	if (!legacy)
 	{
 		check_stable(hasher);
@@ -1220,7 +1225,27 @@ amq_probe_hash(FunctionCallInfo fcinfo, int value_arg, uint32 family,
 
 	if (family == 0)
 		return false;
-	amq_check_family(hasher, family, typname);
-	*hash = amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg), seed, family);
+	/*
+	 * A probe per row: the checks and the integers' hash without a call,
+	 * the seed's part of the hash kept for the next row (it is half the
+	 * hash, and the hash is the first thing the probe's load waits for).
+	 */
+	if (family != hasher->family)
+		amq_check_family(hasher, family, typname);
+	if (hasher->int_plain)
+	{
+		AmqCallCache *cache = amq_call_cache(fcinfo);
+
+		if (!cache->lookup3_set || cache->lookup3_seed != seed)
+		{
+			cache->lookup3 = amq_hash_uint32_pg_seed(seed);
+			cache->lookup3_seed = seed;
+			cache->lookup3_set = true;
+		}
+		*hash = amq_hash_int_seeded(amq_hasher_int(hasher, PG_GETARG_DATUM(value_arg)),
+									seed, cache->lookup3);
+	}
+	else
+		*hash = amq_hash_datum(hasher, PG_GETARG_DATUM(value_arg), seed, family);
 	return true;
 }

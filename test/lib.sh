@@ -6,6 +6,7 @@
 #   ensure_packages      install PostgreSQL 15, its server headers and a C toolchain
 #   install_packages MISSING PKG...
 #                        apt-get install PKG as root, else stop naming MISSING
+#   ensure_hll           the hll extension (postgresql-15-hll) in PG_BIN's PostgreSQL
 #   build_and_install    -Werror build of the extension, then `make install`
 #   bench_build_and_install
 #                        the same for a benchmark, unless AMQ_BENCH_SKIP_BUILD=1
@@ -111,6 +112,25 @@ install_packages() {
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update
 	apt-get install -y --no-install-recommends "$@"
+}
+
+# ensure_hll: the hll extension, from Debian's package, in the PostgreSQL PG_BIN
+# belongs to.  A relocated copy of the system's PostgreSQL (PG_BIN elsewhere) gets
+# the package's files copied in from the system's directories.
+ensure_hll() {
+	local sharedir pkglibdir
+	sharedir=$("$PG_CONFIG" --sharedir)
+	pkglibdir=$("$PG_CONFIG" --pkglibdir)
+	[ -f "$sharedir/extension/hll.control" ] && return 0
+	[ -f /usr/share/postgresql/15/extension/hll.control ] \
+		|| install_packages "postgresql-15-hll" postgresql-15-hll
+	if [ ! -f "$sharedir/extension/hll.control" ] && [ -f /usr/lib/postgresql/15/lib/hll.so ]; then
+		log "packages: copying hll into $sharedir and $pkglibdir"
+		cp /usr/lib/postgresql/15/lib/hll.so "$pkglibdir/"
+		cp /usr/share/postgresql/15/extension/hll[-.]* "$sharedir/extension/"
+	fi
+	[ -f "$sharedir/extension/hll.control" ] \
+		|| die "postgresql-15-hll installed, but $sharedir/extension/hll.control is missing (PG_BIN=$PG_BIN)"
 }
 
 # ---------------------------------------------------------------------------

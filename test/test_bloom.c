@@ -29,6 +29,7 @@
 
 #include "amq_base64.h"
 #include "amq_bloom.h"
+#include "amq_bloom_block.h"
 #include "amq_status.h"
 #include "bloom_fixture.h"
 #include "harness.h"
@@ -207,6 +208,53 @@ test_known_positions(void)
 						  UINT64_C(0x0123456789abcdef), b1, 9);
 	check_known_positions(AMQ_BLOOM_LAYOUT_BLOCKED, 2048, 9,
 						  UINT64_C(0xfedcba9876543210), b2, 9);
+	/* k = 7 (p = 1%), set and tested unrolled: the first 7 of the same bits */
+	check_known_positions(AMQ_BLOOM_LAYOUT_BLOCKED, 2048, 7,
+						  UINT64_C(0x0123456789abcdef), b1, 7);
+	check_known_positions(AMQ_BLOOM_LAYOUT_BLOCKED, 2048, 7,
+						  UINT64_C(0xfedcba9876543210), b2, 7);
+}
+
+/*
+ * The unrolled block add and test (k <= 7) against the bit stream that
+ * defines the layout, for every k the format allows up to 12 and blocks
+ * of random fill: the same bits set, the same answers.
+ */
+static void
+test_block_unrolled(void)
+{
+	uint64_t	x = UINT64_C(0x9e3779b97f4a7c15);
+	unsigned	k;
+	int			round;
+
+	for (k = 1; k <= 12; k++)
+	{
+		for (round = 0; round < 2000; round++)
+		{
+			uint8_t		a[AMQ_BLOCK_BYTES];
+			uint8_t		b[AMQ_BLOCK_BYTES];
+			uint64_t	h2 = amq_fmix64(x += UINT64_C(0x9e3779b97f4a7c15));
+			amq_block_bits stream;
+			bool		all_set = true;
+			unsigned	i;
+
+			for (i = 0; i < AMQ_BLOCK_BYTES; i++)
+				a[i] = (uint8_t) (amq_fmix64(x + i) & amq_fmix64(x - i));
+			memcpy(b, a, sizeof(a));
+			amq_block_bits_start(&stream, h2);
+			for (i = 0; i < k; i++)
+			{
+				unsigned	bit = amq_block_bits_next(&stream);
+
+				all_set &= (a[bit >> 3] >> (bit & 7)) & 1;
+			}
+			CHECK(amq_block_test(a, h2, k) == all_set);
+			(void) amq_block_set(a, h2, k);
+			amq_block_or(b, h2, k);
+			CHECK(memcmp(a, b, sizeof(a)) == 0);
+			CHECK(amq_block_test(b, h2, k));
+		}
+	}
 }
 
 /* ----------------------------------------------------------------
@@ -1066,6 +1114,7 @@ static const amq_test tests[] = {
 	{"fpr classic p=0.01", test_fpr_classic_001},
 	{"fpr classic p=0.001", test_fpr_classic_0001},
 	{"known bit positions", test_known_positions},
+	{"blocked add and test unrolled", test_block_unrolled},
 	{"sizing errors", test_sizing_errors},
 	{"sizing classic example", test_sizing_classic_example},
 	{"sizing grid", test_sizing_grid},

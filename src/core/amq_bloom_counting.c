@@ -79,7 +79,12 @@ amq_counting_add(const amq_bloom_view *view, uint64_t hash)
  * The smallest of the key's counters: 0 means certainly absent.  A present
  * key reads all k counters, each in its own cache line of an array four
  * times the classic one's: their positions are computed and requested
- * first, so that the k misses overlap, then read, stopping at a zero.
+ * first, so that the k misses overlap, then all k are read and their
+ * minimum taken without a branch on any of them.  Stopping at a zero, as
+ * this did, saved nothing (the lines were requested anyway) and branched
+ * on loaded counters the way of the keys: each misprediction waited for
+ * the misses and threw away the caller's work after them (see
+ * amq_block_test).
  */
 uint64_t
 amq_counting_min(const amq_bloom_view *view, uint64_t hash)
@@ -95,12 +100,11 @@ amq_counting_min(const amq_bloom_view *view, uint64_t hash)
 		pos[i] = fastrange64(x, view->cells);
 		amq_prefetch_read(view->bits + (pos[i] >> 1));
 	}
-	for (i = 0; i < view->hashes && min > 0; i++)
+	for (i = 0; i < view->hashes; i++)
 	{
 		unsigned	c = get_counter(view->bits, pos[i]);
 
-		if (c < min)
-			min = c;
+		min = c < min ? c : min;
 	}
 	return min;
 }

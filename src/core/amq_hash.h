@@ -74,24 +74,49 @@ do { \
 	c ^= b; c -= amq_rotl32(b, 24); \
 } while (0)
 
+/*
+ * lookup3's state once the seed is mixed in, before the key is: the same
+ * for every key hashed with one seed, so a batch computes it once.
+ */
+typedef struct amq_lookup3_seeded
+{
+	uint32_t	a;
+	uint32_t	b;
+	uint32_t	c;
+} amq_lookup3_seeded;
+
+static inline amq_lookup3_seeded
+amq_hash_uint32_pg_seed(uint64_t seed)
+{
+	amq_lookup3_seeded s;
+
+	s.a = s.b = s.c = UINT32_C(0x9e3779b9) + (uint32_t) sizeof(uint32_t) + 3923095;
+	if (seed != 0)
+	{
+		s.a += (uint32_t) (seed >> 32);
+		s.b += (uint32_t) seed;
+		AMQ_LOOKUP3_MIX(s.a, s.b, s.c);
+	}
+	return s;
+}
+
+/* hash_bytes_uint32_extended(k, seed), the seed's part given. */
+static inline uint64_t
+amq_hash_uint32_pg_seeded(amq_lookup3_seeded s, uint32_t k)
+{
+	uint32_t	a = s.a + k,
+				b = s.b,
+				c = s.c;
+
+	AMQ_LOOKUP3_FINAL(a, b, c);
+	return ((uint64_t) b << 32) | c;
+}
+
 /* PostgreSQL's hash_bytes_uint32_extended(k, seed). */
 static inline uint64_t
 amq_hash_uint32_pg(uint32_t k, uint64_t seed)
 {
-	uint32_t	a,
-				b,
-				c;
-
-	a = b = c = UINT32_C(0x9e3779b9) + (uint32_t) sizeof(uint32_t) + 3923095;
-	if (seed != 0)
-	{
-		a += (uint32_t) (seed >> 32);
-		b += (uint32_t) seed;
-		AMQ_LOOKUP3_MIX(a, b, c);
-	}
-	a += k;
-	AMQ_LOOKUP3_FINAL(a, b, c);
-	return ((uint64_t) b << 32) | c;
+	return amq_hash_uint32_pg_seeded(amq_hash_uint32_pg_seed(seed), k);
 }
 
 #endif							/* AMQ_HASH_H */
