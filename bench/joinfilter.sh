@@ -251,12 +251,7 @@ bench_all() {
 }
 
 write_results() {
-	local kept
-	kept=$(results_without_section "$RESULTS_FILE" "$SECTION")
 	{
-		[ -n "$kept" ] && printf '%s\n\n' "$kept"
-		echo "$SECTION"
-		echo
 		results_provenance bench/joinfilter.sh
 		echo "- PostgreSQL: $(run_psql -At -c 'SHOW server_version')"
 		echo
@@ -306,8 +301,7 @@ write_results() {
 		echo "| query | SQL | probe nodes | rows rejected | stopped | off | batches |"
 		echo "|---|---|---:|---:|---|---|---:|"
 		printf '%s\n' "${FILTER_ROWS[@]}"
-	} >"$RESULTS_FILE.new"
-	mv "$RESULTS_FILE.new" "$RESULTS_FILE"
+	} | results_replace_section "$RESULTS_FILE" "$SECTION"
 }
 
 main() {

@@ -196,12 +196,7 @@ bench_estimates() {
 }
 
 write_results() {
-	local kept
-	kept=$(results_without_section "$RESULTS_FILE" "$SECTION")
 	{
-		[ -n "$kept" ] && printf '%s\n\n' "$kept"
-		echo "$SECTION"
-		echo
 		results_provenance bench/joins.sh
 		echo "- Parts measured (AMQ_JOINS_PARTS): $PARTS"
 		echo
@@ -259,8 +254,7 @@ write_results() {
 			echo "|---|---:|---:|---:|"
 			printf '%s\n' "${ESTIMATE_ROWS[@]}"
 		fi
-	} >"$RESULTS_FILE.new"
-	mv "$RESULTS_FILE.new" "$RESULTS_FILE"
+	} | results_replace_section "$RESULTS_FILE" "$SECTION"
 }
 
 main() {

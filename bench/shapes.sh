@@ -157,12 +157,7 @@ bench_shapes() {
 }
 
 write_results() {
-	local kept
-	kept=$(results_without_section "$RESULTS_FILE" "$SECTION")
 	{
-		[ -n "$kept" ] && printf '%s\n\n' "$kept"
-		echo "$SECTION"
-		echo
 		results_provenance bench/shapes.sh
 		echo
 		echo "events has $ROWS rows; filters two bloom and two cuckoo filters of $KEYS keys"
@@ -179,8 +174,7 @@ write_results() {
 		echo "| shape | query | ms | fast form | ms | ratio | target | within target | same result |"
 		echo "|---|---|---:|---|---:|---:|---|---|---|"
 		printf '%s\n' "${SHAPE_ROWS[@]}"
-	} >"$RESULTS_FILE.new"
-	mv "$RESULTS_FILE.new" "$RESULTS_FILE"
+	} | results_replace_section "$RESULTS_FILE" "$SECTION"
 }
 
 main() {

@@ -162,6 +162,22 @@ results_without_section() {
 	awk -v h="$2" '$0 == h { off = 1; next } off && /^## / { off = 0 } !off' "$1"
 }
 
+# results_replace_section FILE HEADING: replaces the section HEADING of a results
+# file with the lines on standard input (under HEADING and a blank line), moved
+# to the end; the other sections stay as they are.
+results_replace_section() {
+	local body kept
+	body=$(cat)
+	kept=$(results_without_section "$1" "$2")
+	{
+		if [ -n "$kept" ]; then
+			printf '%s\n\n' "$kept"
+		fi
+		printf '%s\n\n%s\n' "$2" "$body"
+	} >"$1.new"
+	mv "$1.new" "$1"
+}
+
 # results_provenance SCRIPT: the lines under a results section's heading that say
 # which script wrote it, when, from which commit, on which CPU, and how loaded the
 # machine was when it was done.
