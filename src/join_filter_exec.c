@@ -117,6 +117,7 @@ typedef struct KeyHasher
 	AttrNumber *columns;		/* a key that is a column of the row, or 0 */
 	ExprState **keys;			/* else its expression */
 	bool		any_expression;
+	bool		any_call;		/* a key hashed by a function call */
 	FmgrInfo   *procs;			/* fn_oid InvalidOid: an integer, inline */
 	Oid		   *collations;
 	int16	   *int_widths;
@@ -165,7 +166,10 @@ hasher_init(KeyHasher *hasher, JoinFilterState *node, List *keys)
 			hasher->any_expression = true;
 		}
 		if (OidIsValid(node->spec.hash_procs[i]))
+		{
 			fmgr_info(node->spec.hash_procs[i], &hasher->procs[i]);
+			hasher->any_call = true;
+		}
 		else
 			hasher->int_widths[i] = get_typlen(node->spec.types[i]);
 		i++;
@@ -183,8 +187,13 @@ hash_row(KeyHasher *hasher, ExprContext *econtext, TupleTableSlot *slot,
 	uint64		h = 0;
 	int			i;
 
-	/* columns are read from the row; expressions may allocate */
-	if (hasher->any_expression)
+	/*
+	 * Columns are read from the row; expressions and hash functions may
+	 * allocate (a numeric's hash detoasts it into a copy it does not free):
+	 * in the row's memory, emptied row by row, or a scan of many rows would
+	 * hold all of it until the query ends.
+	 */
+	if (hasher->any_expression || hasher->any_call)
 	{
 		ResetExprContext(econtext);
 		econtext->ecxt_outertuple = slot;
@@ -208,9 +217,14 @@ hash_row(KeyHasher *hasher, ExprContext *econtext, TupleTableSlot *slot,
 		else if (hasher->int_widths[i] == 2)
 			k = amq_hash_int(DatumGetInt16(value), JOIN_FILTER_SEED);
 		else
+		{
+			MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+
 			k = DatumGetUInt64(FunctionCall2Coll(&hasher->procs[i], hasher->collations[i],
 												 value,
 												 UInt64GetDatum(JOIN_FILTER_SEED)));
+			MemoryContextSwitchTo(old);
+		}
 		/* order matters: (a, b) and (b, a) are different keys */
 		h = i == 0 ? k : (h ^ (k + UINT64CONST(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2)));
 	}
