@@ -78,3 +78,22 @@ SET enable_sort = off;
 CREATE TABLE hashed AS SELECT part, bloom_agg(user_id, 5000, 0.01)::bytea AS b FROM events GROUP BY part;
 RESET enable_sort;
 SELECT count(*) AS groups, bool_and(s.b = h.b) AS identical FROM sorted s JOIN hashed h USING (part);
+
+-- the aggregate's batched adds (each row's line requested as it comes, the
+-- bits set a batch at a time) give the bytes bloom_add gives one value at a
+-- time: integers of every width, in and beyond the int4 range, and text, at
+-- k = 7 (p = 0.01), 10 and 4; 600 values span three batches
+CREATE TABLE agg_vals AS
+  SELECT g, (g * 1000003)::int8 * CASE WHEN g % 2 = 0 THEN -5000 ELSE 1 END AS v8,
+         (g * 7919 % 30000)::int2 AS v2, 'v' || g AS vt
+    FROM generate_series(1, 600) g;
+WITH RECURSIVE fold(i, f8, f2, ft) AS (
+    SELECT 0, bloom_empty(600, 0.01), bloom_empty(600, 0.001), bloom_empty(600, 0.05)
+  UNION ALL
+    SELECT i + 1, bloom_add(f8, a.v8), bloom_add(f2, a.v2), bloom_add(ft, a.vt)
+      FROM fold JOIN agg_vals a ON a.g = i + 1)
+SELECT (bloom_info(f8)).hashes AS k8, f8 = (SELECT bloom_agg(v8, 600, 0.01) FROM agg_vals) AS int8_same,
+       (bloom_info(f2)).hashes AS k2, f2 = (SELECT bloom_agg(v2, 600, 0.001) FROM agg_vals) AS int2_same,
+       (bloom_info(ft)).hashes AS kt, ft = (SELECT bloom_agg(vt, 600, 0.05) FROM agg_vals) AS text_same
+  FROM fold WHERE i = 600;
+DROP TABLE agg_vals;

@@ -80,9 +80,18 @@ bloom_owned_free(void *filter)
 
 static void
 bloom_owned_add_hashes(void *filter, const uint64 *hashes, int count,
-					   uint32 family)
+					   uint32 family, bool lines_requested)
 {
-	amq_bloom_add_or_error(filter, hashes, count, family);
+	if (lines_requested)
+		amq_bloom_add_requested(filter, hashes, count, family);
+	else
+		amq_bloom_add_or_error(filter, hashes, count, family);
+}
+
+static bool
+bloom_owned_key_lines(const void *filter, amq_key_lines *lines)
+{
+	return amq_bloom_key_lines(filter, lines);
 }
 
 static void

@@ -80,9 +80,16 @@ cuckoo_owned_free(void *filter)
 
 static void
 cuckoo_owned_add_hashes(void *filter, const uint64 *hashes, int count,
-						uint32 family)
+						uint32 family, bool lines_requested)
 {
 	amq_cuckoo_buffer_add_many(filter, hashes, count, family);
+}
+
+/* A value's add reads two buckets and may move others: not one line. */
+static bool
+cuckoo_owned_key_lines(const void *filter, amq_key_lines *lines)
+{
+	return false;
 }
 
 static void

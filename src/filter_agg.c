@@ -44,6 +44,8 @@ state_new(MemoryContext aggcxt, const AmqAggType *type, void *filter)
 	state->sizing_fixed = false;
 	state->steady = false;
 	state->pending_ints = false;
+	state->request_lines = false;
+	state->int_hashes = false;
 	state->pending_family = 0;
 	state->npending = 0;
 	return state;
@@ -78,7 +80,8 @@ add_pending(const AmqAggState *state, void *filter)
 
 	if (state->npending > 0)
 		state->type->add_hashes(filter, pending_hashes(state, buf),
-								state->npending, state->pending_family);
+								state->npending, state->pending_family,
+								state->request_lines && filter == state->filter);
 }
 
 /*
@@ -103,6 +106,28 @@ sizing_is_constant(FunctionCallInfo fcinfo)
 	return true;
 }
 
+/* Appends a row's value (its hash, or the integer itself) to the batch. */
+static pg_attribute_always_inline void
+pend_value(AmqAggState *state, Datum value)
+{
+	uint64		hash;
+
+	if (state->pending_ints)
+	{
+		state->pending[state->npending++] = (uint64) value;
+		return;
+	}
+	if (state->int_hashes)
+		hash = amq_hash_int_seeded(amq_hasher_int(state->hasher, value),
+								   state->seed, state->seeded);
+	else
+		hash = amq_hash_datum(state->hasher, value, state->seed,
+							  state->hasher->family);
+	if (state->request_lines)
+		amq_prefetch_key_line(&state->lines, hash);
+	state->pending[state->npending++] = hash;
+}
+
 /*
  * Transition of an aggregate over values (internal, anyelement, sizing
  * arguments...).  NULL values are skipped, but the first row still sizes
@@ -113,9 +138,9 @@ sizing_is_constant(FunctionCallInfo fcinfo)
  * done on its first row and kept in the state: the hasher, the seed, and
  * whether the sizing arguments are constants (the usual case), which then
  * need no reading and checking on later rows.  Such a state is steady, and
- * a row with a value and room in the batch only appends it: a few
- * instructions, in a function with no frame to set up (perf, 10M int8 rows:
- * the transition had been a third of what bloom_agg costs beyond count);
+ * a row with a value and room in the batch only appends it (pend_value): a
+ * few instructions, with nothing else to look up (perf, 10M int8 rows: the
+ * transition had been a third of what bloom_agg costs beyond count);
  * transfn_slow does the rest.
  */
 static pg_noinline Datum transfn_slow(FunctionCallInfo fcinfo,
@@ -132,12 +157,7 @@ amq_agg_transfn(FunctionCallInfo fcinfo, const AmqAggType *type,
 	if (likely(state != NULL && state->steady && !PG_ARGISNULL(1) &&
 			   state->npending < AMQ_AGG_BATCH))
 	{
-		if (state->pending_ints)
-			state->pending[state->npending++] = (uint64) PG_GETARG_DATUM(1);
-		else
-			state->pending[state->npending++] =
-				amq_hash_datum(state->hasher, PG_GETARG_DATUM(1), state->seed,
-							   state->hasher->family);
+		pend_value(state, PG_GETARG_DATUM(1));
 		PG_RETURN_POINTER(state);
 	}
 	return transfn_slow(fcinfo, type, read_sizing, state);
@@ -170,8 +190,15 @@ transfn_slow(FunctionCallInfo fcinfo, const AmqAggType *type,
 	{
 		state->hasher = amq_hasher_get(fcinfo, 1);
 		state->seed = type->seed(state->filter);
-		/* integers the core hashes: kept as they are until their batch is added */
-		state->pending_ints = state->hasher->int_plain;
+		/*
+		 * A filter whose adds write one line each: every row's value hashed
+		 * as it comes and its line requested.  Otherwise integers the core
+		 * hashes are kept as they are until their batch is added.
+		 */
+		state->request_lines = type->key_lines(state->filter, &state->lines);
+		state->int_hashes = state->hasher->int_plain && state->request_lines;
+		state->pending_ints = state->hasher->int_plain && !state->request_lines;
+		state->seeded = amq_hash_uint32_pg_seed(state->seed);
 		state->steady = state->sizing_fixed;
 	}
 	hasher = state->hasher;
@@ -181,11 +208,7 @@ transfn_slow(FunctionCallInfo fcinfo, const AmqAggType *type,
 		state->npending = 0;
 	}
 	state->pending_family = hasher->family;
-	if (state->pending_ints)
-		state->pending[state->npending++] = (uint64) PG_GETARG_DATUM(1);
-	else
-		state->pending[state->npending++] =
-			amq_hash_datum(hasher, PG_GETARG_DATUM(1), state->seed, hasher->family);
+	pend_value(state, PG_GETARG_DATUM(1));
 	PG_RETURN_POINTER(state);
 }
 

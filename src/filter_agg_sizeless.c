@@ -297,7 +297,7 @@ add_all(const SizelessState *state, void *filter)
 
 			CHECK_FOR_INTERRUPTS();
 			read_exact(state->spill, buf, n * sizeof(uint64));
-			state->type->add_hashes(filter, buf, n, state->family);
+			state->type->add_hashes(filter, buf, n, state->family, false);
 		}
 	}
 	for (done = 0; done < state->nhashes; done += READ_BATCH)
@@ -305,7 +305,7 @@ add_all(const SizelessState *state, void *filter)
 		CHECK_FOR_INTERRUPTS();
 		state->type->add_hashes(filter, state->hashes + done,
 								(int) Min(READ_BATCH, state->nhashes - done),
-								state->family);
+								state->family, false);
 	}
 }
 

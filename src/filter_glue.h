@@ -357,9 +357,12 @@ typedef struct AmqAggType
 	void	   *(*copy) (MemoryContext cxt, const void *view);
 	/* frees an owned filter */
 	void		(*free) (void *filter);
-	/* adds hashed values of one family to an owned filter */
+	/*
+	 * adds hashed values of one family to an owned filter; lines_requested:
+	 * their lines (key_lines) have been requested already
+	 */
 	void		(*add_hashes) (void *filter, const uint64 *hashes, int count,
-							   uint32 family);
+							   uint32 family, bool lines_requested);
 	/* merges a non-empty view into a non-empty owned filter, or errors */
 	void		(*merge) (void *filter, const void *src);
 	/* a new varlena: the owned filter plus hashes, the filter unchanged */
@@ -373,6 +376,8 @@ typedef struct AmqAggType
 	void		(*count_duplicates) (void *filter, uint64 count);
 	/* warns (filter_overfill.c) if an opened view is overfilled */
 	void		(*warn_if_overfilled) (const void *view);
+	/* true, with lines set, if each key's add writes one line (amq_key_lines) */
+	bool		(*key_lines) (const void *filter, amq_key_lines *lines);
 } AmqAggType;
 
 /*
@@ -398,6 +403,17 @@ typedef struct AmqAggState
 	 * batch is added (a tight loop instead of a call per row).
 	 */
 	bool		pending_ints;
+	/*
+	 * Each key's add writes one line of the filter, whose place is fixed: a
+	 * row hashes its value and requests that line, which arrives while the
+	 * executor fetches the next rows rather than while the batch's add waits
+	 * for it.  int_hashes: the values are integers, hashed inline with the
+	 * seed's part of the hash in seeded.
+	 */
+	bool		request_lines;
+	bool		int_hashes;
+	amq_key_lines lines;
+	amq_lookup3_seeded seeded;
 	uint32		pending_family;
 	int			npending;
 	uint64		pending[AMQ_AGG_BATCH];
@@ -468,6 +484,7 @@ static const AmqAggType type##_agg_type = { \
 	.to_varlena = type##_owned_to_varlena, \
 	.count_duplicates = type##_owned_count_duplicates, \
 	.warn_if_overfilled = amq_##type##_warn_if_overfilled, \
+	.key_lines = type##_owned_key_lines, \
 }; \
 PG_FUNCTION_INFO_V1(type##_agg_combinefn); \
 Datum type##_agg_combinefn(PG_FUNCTION_ARGS) { return amq_agg_combine(fcinfo, &type##_agg_type, true); } \

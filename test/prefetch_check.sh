@@ -10,7 +10,7 @@
 # no-op without objdump.
 set -euo pipefail
 FUNCTIONS=(amq_bloom_add_many amq_counting_min amq_dleft_add_many amq_dleft_contains
-	amq_dleft_counter amq_cuckoo_add_many)
+	amq_dleft_counter amq_cuckoo_add_many amq_agg_transfn)
 
 if [ "$(uname -m)" != x86_64 ] || ! command -v objdump >/dev/null; then
 	echo "prefetch check: skipped (not x86-64, or no objdump)"

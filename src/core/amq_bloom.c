@@ -410,6 +410,65 @@ prefetch_key(const amq_bloom_view *view, uint64_t hash)
  */
 #define ADD_PREFETCH_DISTANCE 16
 
+/*
+ * Adds the keys of a blocked filter, one line each, k bits a key.  The loop
+ * specialized, the view's fields in locals (a store through the bytes may
+ * alias them, so the compiler would read them again for every key); with
+ * request, the lines of keys ADD_PREFETCH_DISTANCE ahead are requested
+ * first.
+ */
+static AMQ_ALWAYS_INLINE void
+add_blocked_k(const amq_bloom_view *view, const uint64_t *hashes, size_t count,
+			  bool request, unsigned k)
+{
+	uint8_t    *bits = view->bits;
+	uint64_t	nblocks = view->nblocks;
+	size_t		i;
+
+	for (i = 0; request && i < count && i < ADD_PREFETCH_DISTANCE; i++)
+		amq_prefetch_write(bits + fastrange64(hashes[i], nblocks) * BLOCK_BYTES);
+	for (i = 0; i < count; i++)
+	{
+		uint64_t	hash = hashes[i];
+
+		if (request && i + ADD_PREFETCH_DISTANCE < count)
+			amq_prefetch_write(bits + fastrange64(hashes[i + ADD_PREFETCH_DISTANCE], nblocks) * BLOCK_BYTES);
+		amq_block_or(bits + fastrange64(hash, nblocks) * BLOCK_BYTES, fmix64(hash), k);
+	}
+}
+
+/*
+ * add_blocked_k with k a constant for the k the sizing gives from p = 0.1
+ * to 0.01 (then the unrolled bits have no jump per key), any other k as it
+ * comes.
+ */
+static AMQ_ALWAYS_INLINE void
+add_blocked(const amq_bloom_view *view, const uint64_t *hashes, size_t count,
+			bool request)
+{
+	switch (view->hashes)
+	{
+		case 3:
+			add_blocked_k(view, hashes, count, request, 3);
+			break;
+		case 4:
+			add_blocked_k(view, hashes, count, request, 4);
+			break;
+		case 5:
+			add_blocked_k(view, hashes, count, request, 5);
+			break;
+		case 6:
+			add_blocked_k(view, hashes, count, request, 6);
+			break;
+		case 7:
+			add_blocked_k(view, hashes, count, request, 7);
+			break;
+		default:
+			add_blocked_k(view, hashes, count, request, view->hashes);
+			break;
+	}
+}
+
 amq_status
 amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes, size_t count,
 				   uint32_t family)
@@ -429,25 +488,7 @@ amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes, size_t count,
 	}
 	if (view->layout == AMQ_BLOOM_LAYOUT_BLOCKED)
 	{
-		/*
-		 * One cache line per key: the loop specialized, the layout known,
-		 * the view's fields in locals (a store through the bytes may alias
-		 * them, so the compiler would read them again for every key).
-		 */
-		uint8_t    *bits = view->bits;
-		uint64_t	nblocks = view->nblocks;
-		unsigned	k = view->hashes;
-
-		for (i = 0; i < count && i < ADD_PREFETCH_DISTANCE; i++)
-			amq_prefetch_write(bits + fastrange64(hashes[i], nblocks) * BLOCK_BYTES);
-		for (i = 0; i < count; i++)
-		{
-			uint64_t	hash = hashes[i];
-
-			if (i + ADD_PREFETCH_DISTANCE < count)
-				amq_prefetch_write(bits + fastrange64(hashes[i + ADD_PREFETCH_DISTANCE], nblocks) * BLOCK_BYTES);
-			amq_block_or(bits + fastrange64(hash, nblocks) * BLOCK_BYTES, fmix64(hash), k);
-		}
+		add_blocked(view, hashes, count, true);
 		count_added(view, count, family);
 		return AMQ_OK;
 	}
@@ -461,6 +502,26 @@ amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes, size_t count,
 	}
 	count_added(view, count, family);
 	return AMQ_OK;
+}
+
+bool
+amq_bloom_key_lines(const amq_bloom_view *view, amq_key_lines *lines)
+{
+	if (view->layout != AMQ_BLOOM_LAYOUT_BLOCKED || view->nblocks == 0)
+		return false;
+	lines->base = view->bits;
+	lines->count = view->nblocks;
+	return true;
+}
+
+void
+amq_bloom_add_requested(amq_bloom_view *view, const uint64_t *hashes,
+						size_t count, uint32_t family)
+{
+	if (count == 0)
+		return;
+	add_blocked(view, hashes, count, false);
+	count_added(view, count, family);
 }
 
 /*

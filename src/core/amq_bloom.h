@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "amq_bytes.h"
 #include "amq_read.h"
 #include "amq_status.h"
 
@@ -209,6 +210,20 @@ extern amq_status amq_bloom_add(amq_bloom_view *view, uint64_t hash,
  */
 extern amq_status amq_bloom_add_many(amq_bloom_view *view, const uint64_t *hashes,
 									 size_t count, uint32_t family);
+
+/*
+ * True, with lines set, when each key's add writes one 64-byte line of the
+ * view's bits (the blocked layout): see amq_key_lines.  The lines stay
+ * where they are for the view's life.
+ */
+extern bool amq_bloom_key_lines(const amq_bloom_view *view, amq_key_lines *lines);
+
+/*
+ * amq_bloom_add_many for a view amq_bloom_key_lines accepted, whose keys'
+ * lines the caller has requested already: the same bits and count.
+ */
+extern void amq_bloom_add_requested(amq_bloom_view *view, const uint64_t *hashes,
+									size_t count, uint32_t family);
 
 /*
  * Counts count more additions of keys already added, without touching the

@@ -225,4 +225,26 @@ amq_prefetch_write(const void *p)
 #endif
 }
 
+/*
+ * Where a filter adds each key within one 64-byte line (the blocked bloom
+ * layout): the key of hash h writes line base + fastrange64(h, count) * 64.
+ * A caller that learns its keys one at a time, with other work between
+ * them (an aggregate's rows), requests each key's line as it learns it, so
+ * the line arrives while that other work runs rather than while the add
+ * waits for it.
+ */
+typedef struct amq_key_lines
+{
+	const uint8_t *base;
+	uint64_t	count;
+} amq_key_lines;
+
+#define AMQ_KEY_LINE_BYTES	64
+
+static inline void
+amq_prefetch_key_line(const amq_key_lines *lines, uint64_t hash)
+{
+	amq_prefetch_write(lines->base + fastrange64(hash, lines->count) * AMQ_KEY_LINE_BYTES);
+}
+
 #endif							/* AMQ_BYTES_H */
