@@ -22,14 +22,17 @@
 # and prints the speed targets (bloom layouts and default layouts) with the
 # ratio each measured and whether it is met.
 # Each time is the median of $RUNS rounds of EXPLAIN (ANALYZE, TIMING OFF)'s
-# "Execution Time", a round running the baseline and every filter's query once,
-# so that drift in the machine's speed reaches all of them; every ratio is
-# against a baseline measured in the same rounds.
+# "Execution Time", a round running the baseline and every filter's query once
+# (each round starting from the next query), so that drift in the machine's
+# speed reaches all of them; every ratio is the median of the ratios within a
+# round, against a baseline measured in the same round.  On a shared virtual
+# machine two runs of 9 rounds put the same build at 0.98x and 1.03x its
+# baseline; more rounds narrow that.
 # Writes bench/LAYOUTS.md (tables), bench/layouts.dat and, with gnuplot,
 # bench/layouts.png: measured false-positive rate against bits per key for every
 # layout, with the textbook curves beside them.
 #
-# Environment: RUNS=5, AMQ_BENCH_ROWS=2000000, AMQ_BENCH_FPR_KEYS=200000,
+# Environment: RUNS=15, AMQ_BENCH_ROWS=2000000, AMQ_BENCH_FPR_KEYS=200000,
 # AMQ_BENCH_PROBES=2000000, AMQ_BENCH_DEFAULT_ROWS=10000000 (0 skips that part;
 # installs postgresql-15-hll when missing, as root), AMQ_BENCH_SKIP_BUILD=1 (use
 # the installed extension).
@@ -38,7 +41,7 @@ set -euo pipefail
 # shellcheck source=test/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../test/lib.sh"
 
-RUNS=${RUNS:-5}
+RUNS=${RUNS:-15}
 ROWS=${AMQ_BENCH_ROWS:-2000000}
 FPR_KEYS=${AMQ_BENCH_FPR_KEYS:-200000}
 PROBES=${AMQ_BENCH_PROBES:-2000000}
@@ -128,53 +131,49 @@ bench_fpr() {
 	done <<<"$rows"
 }
 
-# time_row NAME BASELINE_MS MS [REF_NAME REF_MS]: records a measured row, its ratio
-# to the baseline and, given, to a reference measured in the same run; both
-# ratios are kept in RATIO["NAME"] and RATIO["NAME/REF_NAME"].
+# time_row NAME BASELINE_MS MS BY_BASE [REF_NAME BY_REF]: records a measured row
+# (medians over the rounds), its ratio to the baseline and, given, to a reference
+# measured in the same rounds (medians of the rounds' ratios); both ratios are
+# kept in RATIO["NAME"] and RATIO["NAME/REF_NAME"].
 time_row() {
-	local name=$1 baseline=$2 ms=$3 ref_name=${4:-} ref_ms=${5:-} by_base ref=
-	by_base=$(ratio "$ms" "$baseline" 2)
+	local name=$1 baseline=$2 ms=$3 by_base=$4 ref_name=${5:-} ref=${6:-}
 	RATIO[$name]=$by_base
-	if [ -n "$ref_ms" ]; then
-		ref=$(ratio "$ms" "$ref_ms" 2)
-		RATIO[$name/$ref_name]=$ref
-	fi
+	[ -z "$ref_name" ] || RATIO[$name/$ref_name]=$ref
 	printf '%-22s %10.1f ms  %10.1f ms  ratio %s %s\n' "$name" "$ms" "$baseline" "$by_base" \
 		"${ref:+(vs $ref_name: $ref)}"
 	TIME_ROWS+=("| $name | $ms | $baseline | $by_base | ${ref:+$ref ($ref_name)} |")
 }
 
-# default_row SQL MS BASE_MS [HLL_MS]: a row of the default layouts' table, its
-# ratios to the baseline and, given, to hll.
+# default_row SQL MS BY_BASE [BY_HLL]: a row of the default layouts' table, with
+# its ratios to the baseline and, given, to hll.
 default_row() {
-	local sql=$1 ms=$2 base_ms=$3 hll_ms=${4:-} by_hll=
-	[ -z "$hll_ms" ] || by_hll=$(ratio "$ms" "$hll_ms" 2)
-	printf '%-60s %10.1f ms  / baseline %s  %s\n' "$sql" "$ms" "$(ratio "$ms" "$base_ms" 2)" \
+	local sql=$1 ms=$2 by_base=$3 by_hll=${4:-}
+	printf '%-60s %10.1f ms  / baseline %s  %s\n' "$sql" "$ms" "$by_base" \
 		"${by_hll:+/ hll $by_hll}"
-	DEFAULT_ROWS_OUT+=("| \`$sql\` | $ms | $(ratio "$ms" "$base_ms" 2) | $by_hll |")
+	DEFAULT_ROWS_OUT+=("| \`$sql\` | $ms | $by_base | $by_hll |")
 }
 
-# The builds, then the probes, each set measured side by side (interleaved_ms):
-# a round runs the baseline and every filter's query once.
+# The builds, then the probes, each set measured side by side
+# (interleaved_rounds): a round runs the baseline and every filter's query once.
+# Times are medians over the rounds, ratios medians of the rounds' ratios.
 bench_times() {
-	local base layout i cuckoo_ms
-	local -a sqls=() ms=()
+	local base layout i rounds
 	log "bench: build over $ROWS rows ($RUNS rounds)"
-	sqls=("SELECT count(col) FROM t")
+	local -a sqls=("SELECT count(col) FROM t")
 	for layout in "${BLOOM_LAYOUTS[@]}"; do
 		sqls+=("SELECT bloom_agg(col, $ROWS, 0.01, '$layout') FROM t")
 	done
 	sqls+=("SELECT cuckoo_agg(col, $ROWS, 0.01) FROM t")
-	mapfile -t ms < <(interleaved_ms "$RUNS" "${sqls[@]}")
-	[ ${#ms[@]} -eq ${#sqls[@]} ] || die "build timings missing"
-	base=${ms[0]}
+	rounds=$(interleaved_rounds "$RUNS" "${sqls[@]}")
+	[ "$(wc -l <<<"$rounds")" -eq "$RUNS" ] || die "build timings missing"
+	base=$(round_median 0 <<<"$rounds")
 	TIME_ROWS+=("| build baseline: \`SELECT count(col) FROM t\` | $base | | | |")
 	i=1
-	for layout in "${BLOOM_LAYOUTS[@]}"; do
-		time_row "build, $layout" "$base" "${ms[i]}"
+	for layout in "${BLOOM_LAYOUTS[@]}" cuckoo; do
+		time_row "build, $layout" "$base" "$(round_median "$i" <<<"$rounds")" \
+			"$(round_ratio "$i" 0 <<<"$rounds")"
 		i=$((i + 1))
 	done
-	time_row "build, cuckoo" "$base" "${ms[i]}"
 
 	log "bench: probe over $ROWS rows, filters stored in a table ($RUNS rounds)"
 	run_psql -q <<-SQL
@@ -189,15 +188,16 @@ bench_times() {
 	for i in 1 2 3 4; do
 		sqls+=("SELECT count(*) FROM t WHERE (SELECT f FROM lf WHERE i = $i) @> col")
 	done
-	mapfile -t ms < <(interleaved_ms "$RUNS" "${sqls[@]}")
-	[ ${#ms[@]} -eq ${#sqls[@]} ] || die "probe timings missing"
-	base=${ms[0]}
-	cuckoo_ms=${ms[1]}
+	rounds=$(interleaved_rounds "$RUNS" "${sqls[@]}")
+	[ "$(wc -l <<<"$rounds")" -eq "$RUNS" ] || die "probe timings missing"
+	base=$(round_median 0 <<<"$rounds")
 	TIME_ROWS+=("| probe baseline: \`SELECT count(*) FROM t WHERE col <> -1\` | $base | | | |")
-	time_row "probe, cuckoo" "$base" "$cuckoo_ms"
+	time_row "probe, cuckoo" "$base" "$(round_median 1 <<<"$rounds")" \
+		"$(round_ratio 1 0 <<<"$rounds")"
 	i=2
 	for layout in "${BLOOM_LAYOUTS[@]}"; do
-		time_row "probe, $layout" "$base" "${ms[i]}" cuckoo "$cuckoo_ms"
+		time_row "probe, $layout" "$base" "$(round_median "$i" <<<"$rounds")" \
+			"$(round_ratio "$i" 0 <<<"$rounds")" cuckoo "$(round_ratio "$i" 1 <<<"$rounds")"
 		i=$((i + 1))
 	done
 }
@@ -207,8 +207,8 @@ bench_times() {
 # of every 10th row (1.2 MB at 10M rows, blocked) side by side with a trivial
 # qual.
 bench_default() {
-	local small=$((DEFAULT_ROWS / 10)) i
-	local -a sqls=() ms=()
+	local small=$((DEFAULT_ROWS / 10)) i rounds
+	local -a sqls=()
 	log "bench: default layouts over $DEFAULT_ROWS rows in t10(id int8)"
 	run_psql -q >/dev/null <<-SQL
 		CREATE EXTENSION IF NOT EXISTS hll;
@@ -223,23 +223,24 @@ bench_default() {
 		"SELECT hll_add_agg(hll_hash_bigint(id)) FROM t10"
 		"SELECT bloom_agg(id, $DEFAULT_ROWS, 0.01) FROM t10"
 		"SELECT cuckoo_agg(id, $DEFAULT_ROWS, 0.01) FROM t10")
-	mapfile -t ms < <(interleaved_ms "$RUNS" "${sqls[@]}")
-	[ ${#ms[@]} -eq ${#sqls[@]} ] || die "default-layout build timings missing"
+	rounds=$(interleaved_rounds "$RUNS" "${sqls[@]}")
+	[ "$(wc -l <<<"$rounds")" -eq "$RUNS" ] || die "default-layout build timings missing"
 	for i in 0 1 2 3; do
-		default_row "${sqls[i]}" "${ms[i]}" "${ms[0]}" "${ms[1]}"
+		default_row "${sqls[i]}" "$(round_median "$i" <<<"$rounds")" \
+			"$(round_ratio "$i" 0 <<<"$rounds")" "$(round_ratio "$i" 1 <<<"$rounds")"
 	done
-	RATIO[default bloom/hll]=$(ratio "${ms[2]}" "${ms[1]}" 2)
-	RATIO[default cuckoo/count]=$(ratio "${ms[3]}" "${ms[0]}" 2)
+	RATIO[default bloom/hll]=$(round_ratio 2 1 <<<"$rounds")
+	RATIO[default cuckoo/count]=$(round_ratio 3 0 <<<"$rounds")
 
 	log "bench: probe of a $DEFAULT_MB MB filter over $DEFAULT_ROWS rows"
 	sqls=("SELECT count(*) FROM t10 WHERE id <> -1"
 		"SELECT count(*) FROM t10 WHERE (SELECT f FROM df) @> id")
-	mapfile -t ms < <(interleaved_ms "$RUNS" "${sqls[@]}")
-	[ ${#ms[@]} -eq ${#sqls[@]} ] || die "default-layout probe timings missing"
+	rounds=$(interleaved_rounds "$RUNS" "${sqls[@]}")
+	[ "$(wc -l <<<"$rounds")" -eq "$RUNS" ] || die "default-layout probe timings missing"
 	DEFAULT_ROWS_OUT+=("| | | | |")
-	default_row "${sqls[0]}" "${ms[0]}" "${ms[0]}"
-	default_row "${sqls[1]}" "${ms[1]}" "${ms[0]}"
-	RATIO[default probe]=$(ratio "${ms[1]}" "${ms[0]}" 2)
+	default_row "${sqls[0]}" "$(round_median 0 <<<"$rounds")" "1.00"
+	default_row "${sqls[1]}" "$(round_median 1 <<<"$rounds")" "$(round_ratio 1 0 <<<"$rounds")"
+	RATIO[default probe]=$(round_ratio 1 0 <<<"$rounds")
 	run_psql -q -c "DROP TABLE t10, df"
 }
 
@@ -303,7 +304,7 @@ write_results() {
 		echo "Written by \`bench/layouts.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'):" \
 			"$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo)," \
 			"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)."
-		echo "Times are medians of $RUNS rounds, each running the baseline and every filter's query once; ratios are against baselines measured in the same rounds."
+		echo "Times are medians of $RUNS rounds, each running the baseline and every filter's query once (starting from the next query each round); a ratio is the median of the ratios within a round, against the baseline measured in the same round."
 		echo "Load average (1, 5, 15 min) at the start: $LOAD_START; at the end: $(load_average)."
 		echo "${AMQ_BENCH_NOTE:-}"
 		echo

@@ -487,6 +487,47 @@ interleaved_ms() {
 	done
 }
 
+# interleaved_rounds [--client] RUNS SQL...: the times of every round of
+# interleaved_ms, one line a round, the SQLs' times in the order given.  Round r
+# runs the SQLs starting from the (r mod n)-th, so that none always runs right
+# after the same other one.  round_median and round_ratio read these lines.
+interleaved_rounds() {
+	local timer=exec_ms
+	if [ "$1" = --client ]; then
+		timer=client_ms
+		shift
+	fi
+	local runs=$1 sql r j i n
+	shift
+	local -a sqls=("$@") line=()
+	n=${#sqls[@]}
+	for sql in "${sqls[@]}"; do
+		"$timer" "$sql" >/dev/null
+	done
+	for ((r = 0; r < runs; r++)); do
+		for ((j = 0; j < n; j++)); do
+			i=$(((r + j) % n))
+			line[i]=$("$timer" "${sqls[i]}")
+		done
+		echo "${line[*]}"
+	done
+}
+
+# round_median COLUMN [DECIMALS]: the median of one SQL's times (0-based column)
+# over the rounds on standard input (interleaved_rounds).
+round_median() {
+	awk -v c="$1" '{ print $(c + 1) }' | median "${2:-1}"
+}
+
+# round_ratio COLUMN BASE_COLUMN [DECIMALS]: the median over the rounds on
+# standard input of the ratio of two SQLs' times in the same round (default 2
+# places).  Paired within a round, a ratio follows the machine when its speed
+# drifts between rounds, where a ratio of two medians would not.
+round_ratio() {
+	awk -v a="$1" -v b="$2" '$(b + 1) > 0 { printf "%.6f\n", $(a + 1) / $(b + 1) }' \
+		| median "${3:-2}"
+}
+
 # median [DECIMALS]: the median of the numbers on standard input, one a line, to
 # DECIMALS places (default 1).
 median() {
