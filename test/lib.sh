@@ -459,38 +459,25 @@ median_exec_ms() {
 
 # interleaved_ms [--client] RUNS SQL...: the median execution time of each SQL
 # (exec_ms; with --client, client_ms), one a line in order, measured in RUNS
-# rounds that each run every SQL once (after one warm-up round).  On a machine
-# whose speed drifts (shared, virtual), queries measured side by side see the
-# same drift, so their ratios are steadier than when each query's runs come one
-# after the other.
+# rounds that each run every SQL once (after one warm-up round; see
+# interleaved_rounds).  On a machine whose speed drifts (shared, virtual),
+# queries measured side by side see the same drift, so their ratios are
+# steadier than when each query's runs come one after the other.
 interleaved_ms() {
-	local timer=exec_ms
-	if [ "$1" = --client ]; then
-		timer=client_ms
-		shift
-	fi
-	local runs=$1 sql i r
-	shift
-	local -a times=()
-	for sql in "$@"; do
-		"$timer" "$sql" >/dev/null
-	done
-	for ((r = 0; r < runs; r++)); do
-		i=0
-		for sql in "$@"; do
-			times[i]+="$("$timer" "$sql") "
-			i=$((i + 1))
-		done
-	done
-	for ((i = 0; i < $#; i++)); do
-		tr ' ' '\n' <<<"${times[i]}" | sed '/^$/d' | median
+	local rounds n i
+	rounds=$(interleaved_rounds "$@")
+	n=$#
+	[ "$1" != --client ] || n=$((n - 1))
+	for ((i = 0; i < n - 1; i++)); do
+		round_median "$i" <<<"$rounds"
 	done
 }
 
-# interleaved_rounds [--client] RUNS SQL...: the times of every round of
-# interleaved_ms, one line a round, the SQLs' times in the order given.  Round r
-# runs the SQLs starting from the (r mod n)-th, so that none always runs right
-# after the same other one.  round_median and round_ratio read these lines.
+# interleaved_rounds [--client] RUNS SQL...: after a warm-up round, the times of
+# RUNS rounds that each run every SQL once, one line a round, the SQLs' times in
+# the order given.  Round r runs the SQLs starting from the (r mod n)-th, so
+# that none always runs right after the same other one.  round_median and
+# round_ratio read these lines.
 interleaved_rounds() {
 	local timer=exec_ms
 	if [ "$1" = --client ]; then
