@@ -5,13 +5,18 @@
  *
  * A generation is the blocked layout's sizing (amq_bloom_size) for its
  * capacity at its share of the rate, rounded up to whole pages: the extra
- * blocks of the last page only lower its rate.
+ * blocks of the last page only lower its rate.  Past AMQ_PAGED_SIZE_UNIT
+ * values the blocks are those of AMQ_PAGED_SIZE_UNIT values, scaled: the
+ * blocked layout's bits per key do not change with n at that size, and
+ * amq_bloom_size would refuse what one allocation cannot hold.
  */
 #include <math.h>
 
 #include "amq_bloom.h"
 #include "amq_bloom_paged.h"
 #include "amq_bytes.h"
+
+#define AMQ_PAGED_SIZE_UNIT		(UINT64_C(1) << 20)
 
 double
 amq_paged_gen_p(double p, unsigned gen)
@@ -30,39 +35,29 @@ amq_paged_size(uint64_t capacity, double p, unsigned gen,
 {
 	amq_bloom_params params;
 	amq_status	status;
-	uint64_t	nblocks;
-	uint64_t	npages;
-	double		lambda;
-	double		fill;
+	uint64_t	unit;
+	double		nblocks;
+	double		npages;
 
 	if (blocks_per_page == 0 || gen >= AMQ_PAGED_MAX_GENS)
 		return AMQ_ERR_GEOMETRY;
 	if (capacity < 1)
 		capacity = 1;
 	out->p = amq_paged_gen_p(p, gen);
-	status = amq_bloom_size(capacity, out->p, AMQ_BLOOM_LAYOUT_BLOCKED, &params);
+	unit = capacity < AMQ_PAGED_SIZE_UNIT ? capacity : AMQ_PAGED_SIZE_UNIT;
+	status = amq_bloom_size(unit, out->p, AMQ_BLOOM_LAYOUT_BLOCKED, &params);
 	if (status != AMQ_OK)
 		return status;
-	nblocks = params.nbits / AMQ_BLOOM_BLOCK_BITS;
-	npages = (nblocks + blocks_per_page - 1) / blocks_per_page;
-	if (npages > max_pages)
+	nblocks = ceil((double) (params.nbits / AMQ_BLOOM_BLOCK_BITS) *
+				   ((double) capacity / (double) unit));
+	npages = ceil(nblocks / blocks_per_page);
+	if (!(npages <= (double) max_pages))
 		return AMQ_ERR_TOO_LARGE;
 
 	out->capacity = capacity;
 	out->hashes = params.hashes;
 	out->npages = (uint32_t) npages;
 	out->blocks_per_page = blocks_per_page;
-
-	/*
-	 * A block's keys are Poisson(lambda); j keys leave each bit clear with
-	 * probability (1 - 1/512)^(jk), so the expected share of set bits is
-	 * 1 - E[(1 - 1/512)^(kJ)] = 1 - exp(lambda ((1 - 1/512)^k - 1)).
-	 */
-	lambda = (double) capacity / (double) (npages * blocks_per_page);
-	fill = 1.0 - exp(lambda * (exp((double) params.hashes * log1p(-1.0 / AMQ_BLOOM_BLOCK_BITS)) - 1.0));
-	out->fill_limit = (uint32_t) floor(fill * (double) blocks_per_page * AMQ_BLOOM_BLOCK_BITS);
-	if (out->fill_limit < 1)
-		out->fill_limit = 1;
 	return AMQ_OK;
 }
 

@@ -15,13 +15,15 @@
  * grows, the rate of "maybe" for an absent value, at most the sum of the
  * generations' rates, stays at or under p (scalable bloom filters, Almeida
  * et al. 2007).  Each generation holds AMQ_PAGED_GROWTH times its
- * predecessor's capacity.
+ * predecessor's capacity.  r = 1/2 with growth 4 costs each generation
+ * about 1.4 bits a key more than the one before (blocked layout: 11.5 bits
+ * at p = 0.5%, 27 at generation 8); r = 1/5, as a first version had, cost
+ * 3.3 and drove the 13th generation past any size that can be allocated.
  *
- * A generation is full when one of its pages has as many bits set as the
- * page would hold at the generation's capacity (fill_limit): keys are spread
- * evenly, so every page fills at about the same pace, and a page at its limit
- * says the generation is at (or slightly below) its capacity.  Its rate of
- * "maybe" then is at most its target.
+ * A generation is full when the keys that set a bit in it (its count, which
+ * the caller keeps) reach its capacity: the number of keys decides, not how
+ * they fall on pages, so keys chosen to crowd one page cost no more growth
+ * than any others.  Its rate of "maybe" then is at most its target.
  */
 #ifndef AMQ_BLOOM_PAGED_H
 #define AMQ_BLOOM_PAGED_H
@@ -34,10 +36,10 @@
 #include "amq_status.h"
 
 /* each generation's rate is this share of its predecessor's */
-#define AMQ_PAGED_RATE_RATIO	0.2
+#define AMQ_PAGED_RATE_RATIO	0.5
 /* each generation's capacity is this many times its predecessor's */
 #define AMQ_PAGED_GROWTH		4
-/* generations an index may have (AMQ_PAGED_GROWTH^15: more than enough) */
+/* generations an index may have (AMQ_PAGED_GROWTH^15 its first's capacity) */
 #define AMQ_PAGED_MAX_GENS		16
 
 /* A generation's geometry. */
@@ -48,7 +50,6 @@ typedef struct amq_paged_gen
 	uint32_t	hashes;			/* k */
 	uint32_t	npages;
 	uint32_t	blocks_per_page;
-	uint32_t	fill_limit;		/* bits a page holds at capacity: then it is full */
 } amq_paged_gen;
 
 /* The false-positive rate generation gen of an index at rate p is sized for. */
@@ -57,7 +58,8 @@ extern double amq_paged_gen_p(double p, unsigned gen);
 /*
  * Sizes generation gen of an index at rate p for capacity values, in pages
  * of blocks_per_page blocks; AMQ_ERR_TOO_LARGE if it would need more than
- * max_pages pages.
+ * max_pages pages.  Pages, not one allocation, hold it: no limit but
+ * max_pages bounds its size.
  */
 extern amq_status amq_paged_size(uint64_t capacity, double p, unsigned gen,
 								 uint32_t blocks_per_page, uint32_t max_pages,
