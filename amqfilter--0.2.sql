@@ -1055,10 +1055,18 @@ CREATE OPERATOR FAMILY pg_lsn_ops USING amqfilter;
 CREATE OPERATOR CLASS pg_lsn_ops DEFAULT FOR TYPE pg_lsn USING amqfilter FAMILY pg_lsn_ops AS
 	OPERATOR 1 pg_catalog.= (pg_lsn, pg_lsn),
 	FUNCTION 1 pg_catalog.pg_lsn_hash_extended(pg_lsn,bigint);
+CREATE OPERATOR FAMILY multirange_ops USING amqfilter;
+CREATE OPERATOR CLASS multirange_ops DEFAULT FOR TYPE anymultirange USING amqfilter FAMILY multirange_ops AS
+	OPERATOR 1 pg_catalog.= (anymultirange, anymultirange),
+	FUNCTION 1 pg_catalog.hash_multirange_extended(anymultirange,bigint);
 CREATE OPERATOR FAMILY range_ops USING amqfilter;
 CREATE OPERATOR CLASS range_ops DEFAULT FOR TYPE anyrange USING amqfilter FAMILY range_ops AS
 	OPERATOR 1 pg_catalog.= (anyrange, anyrange),
 	FUNCTION 1 pg_catalog.hash_range_extended(anyrange,bigint);
+CREATE OPERATOR FAMILY record_ops USING amqfilter;
+CREATE OPERATOR CLASS record_ops DEFAULT FOR TYPE record USING amqfilter FAMILY record_ops AS
+	OPERATOR 1 pg_catalog.= (record, record),
+	FUNCTION 1 pg_catalog.hash_record_extended(record,bigint);
 CREATE OPERATOR FAMILY text_ops USING amqfilter;
 CREATE OPERATOR CLASS name_ops DEFAULT FOR TYPE name USING amqfilter FAMILY text_ops AS
 	OPERATOR 1 pg_catalog.= (name, name),
@@ -1107,11 +1115,11 @@ CREATE FUNCTION amqfilter_index_info(index regclass,
 	OUT bytes bigint, OUT generations integer, OUT distinct_values bigint,
 	OUT false_positive_rate double precision,
 	OUT target_false_positive_rate double precision,
-	OUT build_distinct_values bigint)
+	OUT build_distinct_values bigint, OUT saturated boolean)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT;
 COMMENT ON FUNCTION amqfilter_index_info(regclass) IS
-	'an amqfilter index: its size, generations, the distinct values it holds (estimated from its fill), its rate of "maybe" for absent values now and its target';
+	'an amqfilter index: its size, generations, the distinct values it holds (estimated from its fill), its rate of "maybe" for absent values now and its target, and whether it filled up when it could not grow (then REINDEX it)';
 
 CREATE FUNCTION bloom_index_contains(index regclass, value anyelement)
 	RETURNS boolean

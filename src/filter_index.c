@@ -49,6 +49,10 @@
 #include "utils/rls.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
+#include "access/sysattr.h"
+#include "access/transam.h"
+#include "optimizer/optimizer.h"
+#include "utils/snapmgr.h"
 
 #include "amqfilter.h"
 #include "filter_index.h"
@@ -58,7 +62,7 @@ PG_FUNCTION_INFO_V1(amqfilter_index_info);
 PG_FUNCTION_INFO_V1(bloom_index_contains);
 
 static relopt_kind amq_relopt_kind;
-static relopt_parse_elt amq_relopt_tab[1];
+static relopt_parse_elt amq_relopt_tab[2];
 static bool amq_relopt_registered = false;
 
 /*
@@ -79,9 +83,19 @@ register_options(void)
 					   ,AccessExclusiveLock
 #endif
 		);
+	add_int_reloption(amq_relopt_kind, "max_generations",
+					  "Generations the index may grow to; past the last, it answers \"maybe\" more often instead of growing",
+					  AMQ_INDEX_DEFAULT_MAX_GENS, 1, AMQ_PAGED_MAX_GENS
+#if PG_VERSION_NUM >= 130000
+					  ,AccessExclusiveLock
+#endif
+		);
 	amq_relopt_tab[0].optname = "false_positive_rate";
 	amq_relopt_tab[0].opttype = RELOPT_TYPE_REAL;
 	amq_relopt_tab[0].offset = offsetof(AmqIndexOptions, false_positive_rate);
+	amq_relopt_tab[1].optname = "max_generations";
+	amq_relopt_tab[1].opttype = RELOPT_TYPE_INT;
+	amq_relopt_tab[1].offset = offsetof(AmqIndexOptions, max_generations);
 	amq_relopt_registered = true;
 }
 
@@ -101,6 +115,15 @@ amq_index_option_fpr(Relation index)
 	AmqIndexOptions *opts = (AmqIndexOptions *) index->rd_options;
 
 	return opts != NULL ? opts->false_positive_rate : AMQ_INDEX_DEFAULT_FPR;
+}
+
+/* The index's max_generations option, or its default. */
+int
+amq_index_option_max_gens(Relation index)
+{
+	AmqIndexOptions *opts = (AmqIndexOptions *) index->rd_options;
+
+	return opts != NULL ? opts->max_generations : AMQ_INDEX_DEFAULT_MAX_GENS;
 }
 
 /*
@@ -147,19 +170,41 @@ amq_index_page_make_whole(Page page)
 }
 
 /*
- * Copies the metapage, after checking it is one of this version: a page
- * read back from disk is checked before anything it says is used.
+ * Errors (XX002) unless a page read back from disk is what the index wrote
+ * there: every path that reads or writes a page checks it first, so that a
+ * corrupted page is an error in the statement, never a wild write (generic
+ * WAL trusts pd_lower and pd_upper to find the page's hole) or read.
+ */
+static void
+page_corrupted(Relation index, BlockNumber blkno, const char *detail)
+	pg_attribute_noreturn();
+
+static void
+page_corrupted(Relation index, BlockNumber blkno, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("page %u of index \"%s\" is corrupted",
+					blkno, RelationGetRelationName(index)),
+			 errdetail("%s", detail),
+			 errhint("REINDEX it.")));
+}
+
+/*
+ * Checks the metapage: its page header (a metapage has no hole), and what
+ * it says, given as meta (a copy of it, or the page's own).  A metapage of
+ * another format version is an error that says so.
  */
 void
-amq_index_read_meta(Relation index, AmqIndexMeta *meta)
+amq_index_check_meta(Relation index, Page page, const AmqIndexMeta *meta)
 {
-	Buffer		buf = ReadBuffer(index, AMQ_INDEX_METAPAGE);
+	PageHeader	ph = (PageHeader) page;
 	uint32		i;
 
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	memcpy(meta, AmqIndexPageGetMeta(BufferGetPage(buf)), sizeof(AmqIndexMeta));
-	UnlockReleaseBuffer(buf);
-
+	if (ph->pd_upper == 0)
+		page_corrupted(index, AMQ_INDEX_METAPAGE, "The metapage is all zeros.");
+	if (ph->pd_lower != BLCKSZ || ph->pd_upper != BLCKSZ || ph->pd_special != BLCKSZ)
+		page_corrupted(index, AMQ_INDEX_METAPAGE, "The metapage's header is not one the index writes.");
 	if (meta->magic != AMQ_INDEX_MAGIC)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
@@ -173,25 +218,59 @@ amq_index_read_meta(Relation index, AmqIndexMeta *meta)
 				 errhint("REINDEX it.")));
 	if (meta->blocks_per_page != AMQ_INDEX_BLOCKS_PER_PAGE ||
 		meta->ngens < 1 || meta->ngens > AMQ_PAGED_MAX_GENS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("metapage of index \"%s\" is corrupted",
-						RelationGetRelationName(index)),
-				 errhint("REINDEX it.")));
+		page_corrupted(index, AMQ_INDEX_METAPAGE, "Its generations are out of range.");
 	for (i = 0; i < meta->ngens; i++)
 	{
 		const AmqIndexGen *g = &meta->gens[i];
 
 		if (g->first < 1 || g->npages < 1 || g->hashes < 1 ||
 			g->hashes > AMQ_BLOOM_MAX_HASHES ||
-			(uint64) g->first + g->npages > MaxBlockNumber)
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("metapage of index \"%s\" is corrupted",
-							RelationGetRelationName(index)),
-					 errdetail("Generation %u is out of range.", i),
-					 errhint("REINDEX it.")));
+			(uint64) g->first + g->npages > MaxBlockNumber ||
+			(i > 0 && g->first < meta->gens[i - 1].first + meta->gens[i - 1].npages))
+			page_corrupted(index, AMQ_INDEX_METAPAGE, "A generation is out of range.");
 	}
+}
+
+/*
+ * Checks a data page of generation gen: a data page has its blocks either
+ * as its hole (new, pd_lower at the first block) or as data (pd_lower at
+ * its end), no special space, and our header.
+ */
+void
+amq_index_check_data_page(Relation index, Page page, BlockNumber blkno, uint32 gen)
+{
+	PageHeader	ph = (PageHeader) page;
+	AmqIndexPageHeader *hdr = AmqIndexPageGetHeader(page);
+
+	if (PageIsNew(page))
+		page_corrupted(index, blkno, "The page is all zeros.");
+	if ((ph->pd_lower != AMQ_INDEX_BLOCKS_OFFSET && ph->pd_lower != BLCKSZ) ||
+		ph->pd_upper != BLCKSZ || ph->pd_special != BLCKSZ)
+		page_corrupted(index, blkno, "The page's header is not one the index writes.");
+	if (hdr->magic != AMQ_INDEX_MAGIC || hdr->gen != gen ||
+		hdr->nset > (uint32) AMQ_INDEX_BLOCKS_PER_PAGE * AMQ_BLOOM_BLOCK_BITS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("page %u of index \"%s\" is not a page of generation %u",
+						blkno, RelationGetRelationName(index), gen),
+				 errhint("REINDEX it.")));
+}
+
+/*
+ * Copies the metapage, after checking it: a page read back from disk is
+ * checked before anything it says is used.
+ */
+void
+amq_index_read_meta(Relation index, AmqIndexMeta *meta)
+{
+	Buffer		buf = ReadBuffer(index, AMQ_INDEX_METAPAGE);
+	PageHeaderData header;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	memcpy(&header, BufferGetPage(buf), SizeOfPageHeaderData);
+	memcpy(meta, AmqIndexPageGetMeta(BufferGetPage(buf)), sizeof(AmqIndexMeta));
+	UnlockReleaseBuffer(buf);
+	amq_index_check_meta(index, (Page) &header, meta);
 }
 
 void
@@ -201,8 +280,9 @@ amq_index_gen_from_geometry(AmqIndexGen *gen, BlockNumber first,
 	gen->first = first;
 	gen->npages = g->npages;
 	gen->hashes = g->hashes;
-	gen->fill_limit = g->fill_limit;
+	gen->unused = 0;
 	gen->capacity = g->capacity;
+	gen->count = 0;
 	gen->p = g->p;
 }
 
@@ -214,7 +294,6 @@ amq_index_geometry(const AmqIndexGen *gen, amq_paged_gen *g)
 	g->hashes = gen->hashes;
 	g->npages = gen->npages;
 	g->blocks_per_page = AMQ_INDEX_BLOCKS_PER_PAGE;
-	g->fill_limit = gen->fill_limit;
 }
 
 /*
@@ -415,23 +494,55 @@ open_index(Oid indexoid, const char *fname)
 }
 
 /*
+ * True if userid may read every column the index reads: its key, and the
+ * columns of its expression and of its predicate.  A partial index's
+ * filter tells which values the rows matching its predicate hold, so a
+ * role that may read the key but not the predicate's column would learn
+ * that column's values from it.
+ */
+bool
+amq_index_columns_readable(Relation index, Oid userid)
+{
+	Oid			heapoid = index->rd_index->indrelid;
+	Bitmapset  *attrs = NULL;
+	int			i;
+	int			x = -1;
+
+	if (pg_class_aclcheck(heapoid, userid, ACL_SELECT) == ACLCHECK_OK)
+		return true;
+	for (i = 0; i < index->rd_index->indnatts; i++)
+		if (index->rd_index->indkey.values[i] != 0)
+			attrs = bms_add_member(attrs, index->rd_index->indkey.values[i] -
+								   FirstLowInvalidHeapAttributeNumber);
+	pull_varattnos((Node *) RelationGetIndexExpressions(index), 1, &attrs);
+	pull_varattnos((Node *) RelationGetIndexPredicate(index), 1, &attrs);
+	while ((x = bms_next_member(attrs, x)) >= 0)
+	{
+		AttrNumber	attnum = x + FirstLowInvalidHeapAttributeNumber;
+
+		/* a whole-row reference reads every column: the table's privilege */
+		if (attnum == InvalidAttrNumber ||
+			pg_attribute_aclcheck(heapoid, attnum, userid, ACL_SELECT) != ACLCHECK_OK)
+			return false;
+	}
+	return true;
+}
+
+/*
  * Errors unless the current user may learn from the index what it
- * summarizes: every value of the column, so SELECT on it, and no row
- * security hiding rows of the table.
+ * summarizes: every value of the column of every row it covers, so SELECT
+ * on every column it reads, and no row security hiding rows of the table.
  */
 static void
 check_may_read(Relation index, const char *fname)
 {
 	Oid			heapoid = index->rd_index->indrelid;
-	AttrNumber	attnum = index->rd_index->indkey.values[0];
 
-	if (pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
-		(attnum <= 0 ||
-		 pg_attribute_aclcheck(heapoid, attnum, GetUserId(), ACL_SELECT) != ACLCHECK_OK))
+	if (!amq_index_columns_readable(index, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for table %s", get_rel_name(heapoid)),
-				 errdetail("%s tells which values the indexed column holds: it needs SELECT on that column.",
+				 errdetail("%s tells which values the indexed column holds in the rows the index covers: it needs SELECT on every column the index reads (its key, expressions and predicate).",
 						   fname)));
 	if (check_enable_rls(heapoid, InvalidOid, true) == RLS_ENABLED)
 		ereport(ERROR,
@@ -439,6 +550,37 @@ check_may_read(Relation index, const char *fname)
 				 errmsg("row-level security hides rows of table %s from the current user",
 						get_rel_name(heapoid)),
 				 errdetail("The index summarizes every row, those the policies hide too.")));
+}
+
+/*
+ * Errors unless the index holds every row the caller's snapshot sees, as
+ * the planner requires of an index it uses: valid and ready (not one whose
+ * build, or whose DROP INDEX CONCURRENTLY, did not finish: inserts may have
+ * skipped it), and, if built over broken HOT chains (indcheckxmin), built
+ * before every transaction this snapshot may not see.  An index that is not
+ * may hold a row's new version only, where the caller sees the old one:
+ * its "no" would be false.
+ */
+static void
+check_usable(Relation index)
+{
+	Form_pg_index ix = index->rd_index;
+
+	if (!ix->indisvalid || !ix->indisready || !ix->indislive)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("index \"%s\" is not valid", RelationGetRelationName(index)),
+				 errdetail("Its build, or a DROP INDEX CONCURRENTLY, did not finish: it may miss rows."),
+				 errhint("REINDEX it, or drop it.")));
+	if (ix->indcheckxmin &&
+		!TransactionIdPrecedes(HeapTupleHeaderGetXmin(index->rd_indextuple->t_data),
+							   TransactionXmin))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("index \"%s\" is too new for this transaction's snapshot",
+						RelationGetRelationName(index)),
+				 errdetail("It was built after this snapshot was taken, over rows whose older versions the snapshot may see and the index does not hold."),
+				 errhint("Ask in a later transaction.")));
 }
 
 static Relation
@@ -493,17 +635,18 @@ check_value_collation(Relation index, Oid type, Oid collation)
  * of a stored filter, and kept current by PostgreSQL.
  */
 /*
- * What bloom_index_contains looks up once per call site: the hash function
- * (and that the value's collation suits the index), and that the user may
- * read the index, which a query's own privileges are checked once per query
- * too.
+ * What bloom_index_contains looks up once per call site: how values of the
+ * argument's type hash (and that the value's collation suits the index),
+ * and that the user may read the index, which a query's own privileges are
+ * checked once per query too.
  */
 typedef struct ContainsCache
 {
 	Oid			indexoid;
 	Oid			type;
 	Oid			userid;			/* checked for this user, this index */
-	FmgrInfo   *proc;
+	bool		have_hasher;
+	AmqIndexHasher hasher;
 } ContainsCache;
 
 Datum
@@ -523,14 +666,15 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 	if (cache->indexoid != indexoid || cache->userid != GetUserId())
 	{
 		check_may_read(index, "bloom_index_contains");
-		cache->proc = NULL;
+		cache->have_hasher = false;
 		cache->indexoid = indexoid;
 		cache->userid = GetUserId();
 	}
-	if (cache->proc == NULL || cache->type != type)
+	/* the index's state can change between calls: checked on every one */
+	check_usable(index);
+	if (!cache->have_hasher || cache->type != type)
 	{
-		cache->proc = amq_index_hash_proc(index, type, fcinfo->flinfo->fn_mcxt);
-		if (cache->proc == NULL)
+		if (!amq_index_hasher_init(&cache->hasher, index, type, fcinfo->flinfo->fn_mcxt))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("a value of type %s cannot be looked up in index \"%s\" of type %s",
@@ -540,11 +684,12 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 							 format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid))));
 		check_value_collation(index, type, PG_GET_COLLATION());
 		cache->type = type;
+		cache->have_hasher = true;
 	}
 	amq_index_flush(indexoid);
 	amq_index_read_meta(index, &meta);
 	maybe = amq_index_may_contain(index, &meta,
-								  amq_index_hash(cache->proc, index->rd_indcollation[0],
+								  amq_index_hash(&cache->hasher, meta.seed,
 												 PG_GETARG_DATUM(1)));
 	index_close(index, AccessShareLock);
 	PG_RETURN_BOOL(maybe);
@@ -552,13 +697,15 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 
 /*
  * amqfilter_index_info(index regclass) -> (bytes, generations, values,
- *   false_positive_rate, target_false_positive_rate, build_values)
+ *   false_positive_rate, target_false_positive_rate, build_values,
+ *   saturated)
  *
  * The index's size, its generations, the distinct values it holds as
  * estimated from its fill (Swamidass and Baldi: n = -(m/k) ln(1 - X/m) per
  * generation), and the rate of "maybe" for an absent value now (each
- * generation's mean over its blocks of fill^k, summed), against the target.
- * Reads every page.
+ * generation's mean over its blocks of fill^k, summed), against the target;
+ * and whether it could not grow when it was full (AMQ_INDEX_SATURATED).
+ * Reads every page, and checks each.
  */
 Datum
 amqfilter_index_info(PG_FUNCTION_ARGS)
@@ -568,8 +715,8 @@ amqfilter_index_info(PG_FUNCTION_ARGS)
 	double		values = 0.0;
 	double		fpr = 0.0;
 	uint32		i;
-	Datum		out[6];
-	bool		nulls[6] = {false, false, false, false, false, false};
+	Datum		out[7];
+	bool		nulls[7] = {false, false, false, false, false, false, false};
 
 	amq_index_flush(RelationGetRelid(index));
 	amq_index_read_meta(index, &meta);
@@ -591,6 +738,7 @@ amqfilter_index_info(PG_FUNCTION_ARGS)
 			buf = ReadBuffer(index, g->first + pg);
 			LockBuffer(buf, BUFFER_LOCK_SHARE);
 			page = BufferGetPage(buf);
+			amq_index_check_data_page(index, page, g->first + pg, i);
 			set += AmqIndexPageGetHeader(page)->nset;
 			for (b = 0; b < AMQ_INDEX_BLOCKS_PER_PAGE; b++)
 				gen_fpr += amq_paged_block_fpr(AmqIndexPageGetBlock(page, b), g->hashes);
@@ -608,6 +756,7 @@ amqfilter_index_info(PG_FUNCTION_ARGS)
 	out[3] = Float8GetDatum(fpr);
 	out[4] = Float8GetDatum(meta.p);
 	out[5] = Int64GetDatum((int64) meta.build_distinct);
+	out[6] = BoolGetDatum((meta.flags & AMQ_INDEX_SATURATED) != 0);
 	index_close(index, AccessShareLock);
 	return amq_return_record(fcinfo, out, nulls);
 }

@@ -16,7 +16,7 @@
  * Prototypes are grouped by the file that defines them:
  *	filter_index.c			the handler, options, metapage, validation, and
  *							the SQL functions around the index
- *	filter_index_build.c	building, and writing new pages
+ *	filter_index_build.c	building, hashing values, and writing new pages
  *	filter_index_insert.c	inserting, in batches, and growing
  *	filter_index_scan.c		probing, scans and the planner's cost estimate
  */
@@ -36,13 +36,15 @@
 #include "core/amq_bloom_paged.h"
 
 #define AMQ_INDEX_MAGIC			0x414D5149	/* "AMQI" */
-#define AMQ_INDEX_VERSION		1
+/*
+ * 2: a seed of its own per index, integers hashed as 64-bit values, a count
+ * of keys per generation, the metapage's flags
+ */
+#define AMQ_INDEX_VERSION		2
 #define AMQ_INDEX_METAPAGE		0
 /* where a data page's blocks begin: past the page header and ours */
 #define AMQ_INDEX_BLOCKS_OFFSET	64
 #define AMQ_INDEX_BLOCKS_PER_PAGE	((BLCKSZ - AMQ_INDEX_BLOCKS_OFFSET) / AMQ_BLOCK_BYTES)
-/* the seed every value is hashed with (the format allows any) */
-#define AMQ_INDEX_SEED			UINT64CONST(0x616d71696e646578)	/* "amqindex" */
 /* the support function: the type's extended (64-bit, seeded) hash */
 #define AMQ_INDEX_HASH_PROC		1
 #define AMQ_INDEX_NPROCS		1
@@ -51,8 +53,23 @@
 #define AMQ_INDEX_NSTRATEGIES	1
 /* headroom the build leaves over the distinct values it saw */
 #define AMQ_INDEX_HEADROOM		1.1
-/* the option's default */
+/*
+ * the least capacity of a generation: an index built on an empty table
+ * starts with a page's worth, not one value, so that growing to any number
+ * of values takes few generations
+ */
+#define AMQ_INDEX_MIN_CAPACITY	4096
+/* the options' defaults */
 #define AMQ_INDEX_DEFAULT_FPR	0.01
+#define AMQ_INDEX_DEFAULT_MAX_GENS	AMQ_PAGED_MAX_GENS
+
+/* AmqIndexMeta.flags */
+/*
+ * the newest generation took keys past its capacity because the index could
+ * not grow (max_generations, or the size limit): its rate of "maybe" is
+ * above its share until a REINDEX
+ */
+#define AMQ_INDEX_SATURATED		0x0001
 
 /* One generation, as the metapage records it. */
 typedef struct AmqIndexGen
@@ -60,8 +77,10 @@ typedef struct AmqIndexGen
 	BlockNumber first;			/* its first page */
 	uint32		npages;
 	uint32		hashes;			/* k */
-	uint32		fill_limit;		/* set bits at which a page is full */
+	uint32		unused;			/* zero */
 	uint64		capacity;		/* distinct values it is sized for */
+	uint64		count;			/* keys that set a bit in it: it is full at
+								 * capacity */
 	double		p;				/* its target rate */
 } AmqIndexGen;
 
@@ -72,10 +91,13 @@ typedef struct AmqIndexMeta
 	uint32		version;
 	uint32		blocks_per_page;
 	uint32		ngens;
-	uint64		seed;
+	uint64		seed;			/* drawn at random by the build: where a key
+								 * goes cannot be known outside the server */
 	double		p;				/* the index's false_positive_rate at build */
 	uint64		build_distinct; /* distinct values the build hashed */
 	uint64		build_values;	/* non-null values the build hashed */
+	uint32		flags;			/* AMQ_INDEX_SATURATED */
+	uint32		unused;			/* zero */
 	AmqIndexGen gens[AMQ_PAGED_MAX_GENS];
 } AmqIndexMeta;
 
@@ -105,23 +127,51 @@ typedef struct AmqIndexOptions
 {
 	int32		vl_len_;		/* varlena header (do not touch directly!) */
 	double		false_positive_rate;
+	int			max_generations;
 } AmqIndexOptions;
+
+/*
+ * How an index hashes values of one type: the support function of its
+ * operator family for the type, under the column's collation, except
+ *	- integers (int2, int4, int8 and the types hashed as they are): as
+ *	  64-bit values, as the bloom type hashes them (amq_hash_int), so that
+ *	  equal values of any width hash alike and distinct int8 values never
+ *	  share a hash by folding;
+ *	- a name under a nondeterministic collation: as text under it.  name's
+ *	  hash ignores collations, while name = text (and text = name) compare
+ *	  under them: 'ABC'::name equals 'abc' under a case-insensitive one.
+ */
+typedef struct AmqIndexHasher
+{
+	FmgrInfo	proc;
+	Oid			collation;		/* the column's */
+	int			int_width;		/* 2, 4 or 8 for an integer, else 0 */
+	bool		name_as_text;
+} AmqIndexHasher;
 
 /* filter_index.c */
 extern void amq_index_init_page_whole(Page page);
 extern void amq_index_init_page(Page page, uint16 gen);
 extern void amq_index_page_make_whole(Page page);
+extern void amq_index_check_meta(Relation index, Page page, const AmqIndexMeta *meta);
+extern void amq_index_check_data_page(Relation index, Page page,
+									  BlockNumber blkno, uint32 gen);
 extern void amq_index_read_meta(Relation index, AmqIndexMeta *meta);
 extern void amq_index_gen_from_geometry(AmqIndexGen *gen, BlockNumber first,
 										const amq_paged_gen *g);
 extern void amq_index_geometry(const AmqIndexGen *gen, amq_paged_gen *g);
 extern double amq_index_option_fpr(Relation index);
+extern int	amq_index_option_max_gens(Relation index);
+extern bool amq_index_columns_readable(Relation index, Oid userid);
 
 /* filter_index_build.c */
 extern IndexBuildResult *amq_index_build(Relation heap, Relation index,
 										 struct IndexInfo *indexInfo);
 extern void amq_index_buildempty(Relation index);
-extern uint64 amq_index_hash(FmgrInfo *proc, Oid collation, Datum value);
+extern uint64 amq_index_seed(void);
+extern bool amq_index_hasher_init(AmqIndexHasher *hasher, Relation index,
+								  Oid type, MemoryContext cxt);
+extern uint64 amq_index_hash(const AmqIndexHasher *hasher, uint64 seed, Datum value);
 extern void amq_index_write_new_page(Relation index, BlockNumber expected,
 									 Page contents);
 extern void amq_index_write_empty_gen(Relation index, BlockNumber first,
@@ -143,9 +193,9 @@ extern void amq_index_flush(Oid indexoid);
 extern bool amq_index_may_contain(Relation index, const AmqIndexMeta *meta,
 								  uint64 hash);
 extern bool amq_index_may_contain_any(Relation index, const AmqIndexMeta *meta,
-									  FmgrInfo *proc, ArrayType *array);
-extern FmgrInfo *amq_index_hash_proc(Relation index, Oid type,
-									 MemoryContext cxt);
+									  const AmqIndexHasher *hasher,
+									  ArrayType *array);
+
 extern IndexScanDesc amq_index_beginscan(Relation index, int nkeys, int norderbys);
 extern void amq_index_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 							 ScanKey orderbys, int norderbys);

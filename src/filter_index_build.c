@@ -28,12 +28,16 @@
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "parser/parse_coerce.h"
+#include "catalog/pg_type.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/tuplesort.h"
 
 #include "amqfilter.h"
 #include "core/amq_hash.h"
+#include "filter_glue.h"
 #include "filter_index.h"
 
 /* A hash as a sortable int8: signed order is then the hashes' unsigned order. */
@@ -41,33 +45,90 @@
 #define UNSORTABLE(d)	((uint64) (d) ^ UINT64CONST(0x8000000000000000))
 
 /*
- * The 64-bit hash of a non-null value, as the index hashes it: its type's
- * support function.  The integer types' are computed inline, to the same
- * result (the call costs as much as the hash, per row of a COPY).
+ * A seed for a new index, drawn at random: where a key goes, and so which
+ * keys crowd a page or share bits, cannot be worked out from outside the
+ * server (the metapage, which only a superuser can read raw, holds it).
  */
 uint64
-amq_index_hash(FmgrInfo *proc, Oid collation, Datum value)
+amq_index_seed(void)
 {
-	switch (proc->fn_oid)
+	uint64		seed;
+
+	if (!pg_strong_random(&seed, sizeof(seed)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random seed for the index")));
+	return seed;
+}
+
+/*
+ * Sets up hashing values of type for the index (filter_index.h,
+ * AmqIndexHasher); false if its operator family cannot hash them.  The
+ * support function is the type's own, or that of the class's type when the
+ * type is binary coercible to it (varchar for a text column, an array type
+ * for anyarray, a composite type for record).
+ */
+bool
+amq_index_hasher_init(AmqIndexHasher *hasher, Relation index, Oid type,
+					  MemoryContext cxt)
+{
+	Oid			opfamily = index->rd_opfamily[0];
+	Oid			opcintype = index->rd_opcintype[0];
+	Oid			collation = index->rd_indcollation[0];
+	Oid			base = getBaseType(type);
+	Oid			proc;
+
+	memset(hasher, 0, sizeof(*hasher));
+	hasher->collation = collation;
+	if (base == NAMEOID && OidIsValid(collation) &&
+		!get_collation_isdeterministic(collation))
+	{
+		hasher->name_as_text = true;
+		base = TEXTOID;
+	}
+	proc = get_opfamily_proc(opfamily, base, base, AMQ_INDEX_HASH_PROC);
+	if (!OidIsValid(proc) && IsBinaryCoercible(base, opcintype))
+		proc = get_opfamily_proc(opfamily, opcintype, opcintype, AMQ_INDEX_HASH_PROC);
+	if (!OidIsValid(proc))
+		return false;
+	fmgr_info_cxt(proc, &hasher->proc, cxt);
+	switch (proc)
 	{
 		case F_HASHINT8EXTENDED:
-			{
-				/* hashint8extended: the halves folded, as int4's hash */
-				int64		v = DatumGetInt64(value);
-				uint32		lohalf = (uint32) v;
-				uint32		hihalf = (uint32) (v >> 32);
-
-				lohalf ^= (v >= 0) ? hihalf : ~hihalf;
-				return amq_hash_uint32_pg(lohalf, AMQ_INDEX_SEED);
-			}
+			hasher->int_width = 8;
+			break;
 		case F_HASHINT4EXTENDED:
-			return amq_hash_uint32_pg((uint32) DatumGetInt32(value), AMQ_INDEX_SEED);
+			hasher->int_width = 4;
+			break;
 		case F_HASHINT2EXTENDED:
-			return amq_hash_uint32_pg((uint32) (int32) DatumGetInt16(value), AMQ_INDEX_SEED);
+			hasher->int_width = 2;
+			break;
 		default:
-			return DatumGetUInt64(FunctionCall2Coll(proc, collation, value,
-													Int64GetDatum((int64) AMQ_INDEX_SEED)));
+			break;
 	}
+	return true;
+}
+
+/* The 64-bit hash of a non-null value under the index's seed. */
+uint64
+amq_index_hash(const AmqIndexHasher *hasher, uint64 seed, Datum value)
+{
+	switch (hasher->int_width)
+	{
+		case 8:
+			return amq_hash_int(DatumGetInt64(value), seed);
+		case 4:
+			return amq_hash_int(DatumGetInt32(value), seed);
+		case 2:
+			return amq_hash_int(DatumGetInt16(value), seed);
+		default:
+			break;
+	}
+	if (hasher->name_as_text)
+		value = DirectFunctionCall1(name_text, value);
+	return DatumGetUInt64(FunctionCall2Coll((FmgrInfo *) &hasher->proc,
+											hasher->collation, value,
+											Int64GetDatum((int64) seed)));
 }
 
 /* Adds a new page at the end of the index, WAL-logged whole. */
@@ -112,8 +173,8 @@ amq_index_write_empty_gen(Relation index, BlockNumber first, const AmqIndexGen *
  */
 typedef struct BuildState
 {
-	FmgrInfo   *proc;
-	Oid			collation;
+	AmqIndexHasher hasher;
+	uint64		seed;
 	Tuplesortstate *sort;
 	uint64		values;			/* non-null values hashed */
 	MemoryContext tmpcxt;		/* reset after every value */
@@ -130,7 +191,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	if (isnull[0])
 		return;					/* NULL equals nothing */
 	old = MemoryContextSwitchTo(state->tmpcxt);
-	hash = amq_index_hash(state->proc, state->collation, values[0]);
+	hash = amq_index_hash(&state->hasher, state->seed, values[0]);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(state->tmpcxt);
 	tuplesort_putdatum(state->sort, Int64GetDatum(SORTABLE(hash)), false);
@@ -139,7 +200,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 
 /* Fills the metapage of an index whose first generation is g. */
 static void
-init_meta(Page page, double p, uint64 distinct, uint64 values,
+init_meta(Page page, uint64 seed, double p, uint64 distinct, uint64 values,
 		  const AmqIndexGen *g)
 {
 	AmqIndexMeta *meta;
@@ -151,7 +212,7 @@ init_meta(Page page, double p, uint64 distinct, uint64 values,
 	meta->version = AMQ_INDEX_VERSION;
 	meta->blocks_per_page = AMQ_INDEX_BLOCKS_PER_PAGE;
 	meta->ngens = 1;
-	meta->seed = AMQ_INDEX_SEED;
+	meta->seed = seed;
 	meta->p = p;
 	meta->build_distinct = distinct;
 	meta->build_values = values;
@@ -200,8 +261,11 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		elog(ERROR, "index \"%s\" already contains data",
 			 RelationGetRelationName(index));
 
-	state.proc = index_getprocinfo(index, 1, AMQ_INDEX_HASH_PROC);
-	state.collation = index->rd_indcollation[0];
+	if (!amq_index_hasher_init(&state.hasher, index, index->rd_opcintype[0],
+							   CurrentMemoryContext))
+		elog(ERROR, "index \"%s\" has no hash support function for its type",
+			 RelationGetRelationName(index));
+	state.seed = amq_index_seed();
 	state.values = 0;
 	state.tmpcxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "amqfilter index build",
@@ -233,10 +297,12 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 			CHECK_FOR_INTERRUPTS();
 	}
 
-	amq_index_size_gen(index, (uint64) ceil((double) distinct * AMQ_INDEX_HEADROOM), p, 0,
-			 AMQ_INDEX_METAPAGE + 1, &gen);
+	amq_index_size_gen(index, Max((uint64) ceil((double) distinct * AMQ_INDEX_HEADROOM),
+								  AMQ_INDEX_MIN_CAPACITY),
+					   p, 0, AMQ_INDEX_METAPAGE + 1, &gen);
+	gen.count = distinct;
 	amq_index_geometry(&gen, &geometry);
-	init_meta(meta.data, p, distinct, state.values, &gen);
+	init_meta(meta.data, state.seed, p, distinct, state.values, &gen);
 	amq_index_write_new_page(index, AMQ_INDEX_METAPAGE, meta.data);
 
 	/* the pages in order, each filled from the sorted hashes */
@@ -279,18 +345,19 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 }
 
 /*
- * The init fork of an unlogged index: an empty index of one page, sized
- * for one value, which grows as any does.
+ * The init fork of an unlogged index: an empty index of one generation of
+ * the least capacity, which grows as any does.
  */
 void
 amq_index_buildempty(Relation index)
 {
 	double		p = amq_index_option_fpr(index);
+	uint64		seed = amq_index_seed();
 	AmqIndexGen gen;
 	int			i;
 
-	amq_index_size_gen(index, 1, p, 0, AMQ_INDEX_METAPAGE + 1, &gen);
-	for (i = 0; i < 2; i++)
+	amq_index_size_gen(index, AMQ_INDEX_MIN_CAPACITY, p, 0, AMQ_INDEX_METAPAGE + 1, &gen);
+	for (i = 0; i < 1 + (int) gen.npages; i++)
 	{
 		Buffer		buf = ReadBufferExtended(index, INIT_FORKNUM, P_NEW,
 											 RBM_NORMAL, NULL);
@@ -298,7 +365,7 @@ amq_index_buildempty(Relation index)
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		START_CRIT_SECTION();
 		if (i == 0)
-			init_meta(BufferGetPage(buf), p, 0, 0, &gen);
+			init_meta(BufferGetPage(buf), seed, p, 0, 0, &gen);
 		else
 			amq_index_init_page(BufferGetPage(buf), 0);
 		MarkBufferDirty(buf);

@@ -29,18 +29,30 @@
  * makes one record per page for all the keys that page takes, and skips
  * keys whose bits are all set already (duplicates) without writing at all.
  *
- * Growth.  A key whose page in the newest generation is full
- * (core/amq_bloom_paged.h) makes the index grow, under the metapage's
- * exclusive lock: if another backend added a generation meanwhile, the key
- * goes there; else a new one, AMQ_PAGED_GROWTH times larger at a smaller
- * share of the rate, is written (pages first, each WAL-logged whole, then
- * the metapage that points at them; a crash between leaves unreferenced
- * pages at the end, which the next growth skips).  Scans read the metapage
- * every time, after their snapshot: a key's row is visible to them only
- * after the key's batch was written, and that came after the growth that
- * made its generation.  A batch uses the metapage as it read it when it
- * was written; a stale copy only puts keys in an older generation, whose
- * pages stop at their limit just the same, and which every scan probes.
+ * Growth.  A generation is full when the keys that set a bit in it (its
+ * count, in the metapage, added to once per batch written) reach its
+ * capacity: then the index grows, under the metapage's exclusive lock: if
+ * another backend added a generation meanwhile, the keys go there; else a
+ * new one, AMQ_PAGED_GROWTH times larger at a smaller share of the rate, is
+ * written (pages first, each WAL-logged whole, then the metapage that
+ * points at them; a crash between leaves unreferenced pages at the end,
+ * which the next growth skips).  The number of keys decides, never which
+ * page they fall on: keys crafted to crowd one page grow the index no more
+ * than any others (and, the seed being the index's own secret, cannot be
+ * crafted anyway).
+ *
+ * A write never fails for want of room.  An index that cannot grow (at its
+ * max_generations, or at the size limit) puts every key in its newest
+ * generation past its capacity: it answers "maybe" more often, never "no"
+ * for a key it holds; the metapage records it (AMQ_INDEX_SATURATED,
+ * reported by amqfilter_index_info) and a WARNING says REINDEX, once per
+ * backend and index.
+ *
+ * Scans read the metapage every time, after their snapshot: a key's row is
+ * visible to them only after the key's batch was written, and that came
+ * after the growth that made its generation.  A batch uses the metapage as
+ * it read it when it was written; a stale copy only puts keys in an older
+ * generation, which every scan probes.
  */
 #include "postgres.h"
 
@@ -91,39 +103,81 @@ static ExecutorStart_hook_type prev_executor_start = NULL;
  * ----------------------------------------------------------------
  */
 
+/* Indexes this backend has warned were saturated (a few are enough). */
+static Oid	warned[8];
+static int	nwarned = 0;
+
+static void
+warn_saturated(Relation index)
+{
+	Oid			oid = RelationGetRelid(index);
+	int			i;
+
+	for (i = 0; i < nwarned; i++)
+		if (warned[i] == oid)
+			return;
+	if (nwarned < (int) lengthof(warned))
+		warned[nwarned++] = oid;
+	ereport(WARNING,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("index \"%s\" holds more values than it was sized for and cannot grow",
+					RelationGetRelationName(index)),
+			 errdetail("It answers \"maybe\" for absent values more often than its false_positive_rate; every value it holds is still found."),
+			 errhint("REINDEX it (a REINDEX sizes it for the values the table holds), or raise its max_generations.")));
+}
+
 /*
  * Gets a generation newer than the copy has, or adds one, with room for at
  * least want values: AMQ_PAGED_GROWTH times the newest one's capacity, or
  * room for want with the build's headroom, if that is more (a batch far
  * larger than a young index's newest generation, as in a COPY into a table
  * that was empty at the build, skips the generations it would fill at
- * once).
- * Refreshes the copy.
+ * once).  Refreshes the copy.  False if the index cannot grow: it is at its
+ * max_generations, or the generation would pass the size limit.
  */
-static void
+static bool
 grow(Relation index, AmqIndexMeta *copy, uint64 want)
 {
 	Buffer		metabuf = ReadBuffer(index, AMQ_INDEX_METAPAGE);
+	Page		metapage;
 	AmqIndexMeta *meta;
 	AmqIndexGen gen;
 	GenericXLogState *state;
 	BlockNumber first;
 	uint64		capacity;
+	amq_paged_gen geometry;
+	amq_status	status;
 
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	meta = AmqIndexPageGetMeta(BufferGetPage(metabuf));
-	if (meta->ngens > copy->ngens || meta->ngens >= AMQ_PAGED_MAX_GENS)
+	metapage = BufferGetPage(metabuf);
+	meta = AmqIndexPageGetMeta(metapage);
+	amq_index_check_meta(index, metapage, meta);
+	if (meta->ngens > copy->ngens)
 	{
 		UnlockReleaseBuffer(metabuf);
 		amq_index_read_meta(index, copy);
-		return;
+		return true;
+	}
+	if ((int) meta->ngens >= amq_index_option_max_gens(index) ||
+		meta->ngens >= AMQ_PAGED_MAX_GENS)
+	{
+		UnlockReleaseBuffer(metabuf);
+		return false;
 	}
 
 	capacity = Max(meta->gens[meta->ngens - 1].capacity * AMQ_PAGED_GROWTH,
 				   (uint64) ceil((double) want * AMQ_INDEX_HEADROOM));
 	LockRelationForExtension(index, ExclusiveLock);
 	first = RelationGetNumberOfBlocks(index);
-	amq_index_size_gen(index, capacity, meta->p, meta->ngens, first, &gen);
+	status = amq_paged_size(capacity, meta->p, meta->ngens, AMQ_INDEX_BLOCKS_PER_PAGE,
+							MaxBlockNumber - first, &geometry);
+	if (status != AMQ_OK)
+	{
+		UnlockRelationForExtension(index, ExclusiveLock);
+		UnlockReleaseBuffer(metabuf);
+		return false;
+	}
+	amq_index_gen_from_geometry(&gen, first, &geometry);
 	amq_index_write_empty_gen(index, first, &gen, (uint16) meta->ngens);
 	UnlockRelationForExtension(index, ExclusiveLock);
 
@@ -134,6 +188,37 @@ grow(Relation index, AmqIndexMeta *copy, uint64 want)
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(metabuf);
 	amq_index_read_meta(index, copy);
+	return true;
+}
+
+/*
+ * Adds added to generation i's count of keys; marks the index saturated
+ * when i is its newest generation, past its capacity, and it cannot grow.
+ * Refreshes the copy's count.
+ */
+static void
+add_count(Relation index, AmqIndexMeta *copy, uint32 i, uint64 added,
+		  bool saturated)
+{
+	Buffer		metabuf;
+	Page		metapage;
+	AmqIndexMeta *meta;
+	GenericXLogState *state;
+
+	if (added == 0 && !saturated)
+		return;
+	metabuf = ReadBuffer(index, AMQ_INDEX_METAPAGE);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	metapage = BufferGetPage(metabuf);
+	amq_index_check_meta(index, metapage, AmqIndexPageGetMeta(metapage));
+	state = GenericXLogStart(index);
+	meta = AmqIndexPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	meta->gens[i].count += added;
+	if (saturated)
+		meta->flags |= AMQ_INDEX_SATURATED;
+	copy->gens[i].count = meta->gens[i].count;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(metabuf);
 }
 
 /* A key and where it goes in the newest generation. */
@@ -162,33 +247,30 @@ sort_by_page(const Placed *keys, int n, uint32 npages, Placed *out)
 }
 
 /*
- * Sets the bits of the keys on one page of generation g: one WAL record for
- * all of them, none if every key is there already.  Keys the page has no
- * room for (it is full) are moved to the front of keys[]; returns how many.
+ * Sets the bits of the keys on one page of generation gen: one WAL record
+ * for all of them, none if every key is there already.  Returns how many
+ * keys set a bit.  The page is checked before it is changed.
  */
 static int
-write_page(Relation index, const AmqIndexGen *g, Placed *keys, int nkeys,
-		   bool ignore_limit)
+write_page(Relation index, const AmqIndexGen *g, uint32 gen, const Placed *keys,
+		   int nkeys)
 {
-	Buffer		buf = ReadBuffer(index, g->first + keys[0].page);
+	BlockNumber blkno = g->first + keys[0].page;
+	Buffer		buf = ReadBuffer(index, blkno);
 	Page		page;
 	GenericXLogState *state = NULL;
-	int			nleft = 0;
+	int			added = 0;
 	int			i;
 
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	page = BufferGetPage(buf);
+	amq_index_check_data_page(index, page, blkno, gen);
 	for (i = 0; i < nkeys; i++)
 	{
 		uint64		h2 = amq_fmix64(keys[i].hash);
 
 		if (amq_block_test(AmqIndexPageGetBlock(page, keys[i].block), h2, g->hashes))
 			continue;			/* nothing to set */
-		if (!ignore_limit && AmqIndexPageGetHeader(page)->nset >= g->fill_limit)
-		{
-			keys[nleft++] = keys[i];
-			continue;
-		}
 		if (state == NULL)
 		{
 			state = GenericXLogStart(index);
@@ -197,16 +279,50 @@ write_page(Relation index, const AmqIndexGen *g, Placed *keys, int nkeys,
 		}
 		AmqIndexPageGetHeader(page)->nset +=
 			amq_block_set(AmqIndexPageGetBlock(page, keys[i].block), h2, g->hashes);
+		added++;
 	}
 	if (state != NULL)
 		GenericXLogFinish(state);
 	UnlockReleaseBuffer(buf);
-	return nleft;
+	return added;
 }
 
 /*
- * Sets the bits of every key in the index's newest generation, page by
- * page; keys whose page is full make it grow, and go to the new one.
+ * Sets the bits of n keys in generation gen of the copy, page by page;
+ * returns how many set a bit.
+ */
+static uint64
+write_gen(Relation index, const AmqIndexMeta *meta, uint32 gen, Placed *keys,
+		  Placed *sorted, int n)
+{
+	const AmqIndexGen *g = &meta->gens[gen];
+	amq_paged_gen geometry;
+	uint64		added = 0;
+	int			start;
+	int			i;
+
+	amq_index_geometry(g, &geometry);
+	for (i = 0; i < n; i++)
+		amq_paged_locate(&geometry, keys[i].hash, &keys[i].page, &keys[i].block);
+	sort_by_page(keys, n, g->npages, sorted);
+	for (start = 0; start < n;)
+	{
+		int			end = start;
+
+		CHECK_FOR_INTERRUPTS();
+		while (end < n && sorted[end].page == sorted[start].page)
+			end++;
+		added += write_page(index, g, gen, sorted + start, end - start);
+		start = end;
+	}
+	return added;
+}
+
+/*
+ * Sets the bits of every key in the index's newest generation.  A batch
+ * larger than the room left there fills the room and puts the rest in a
+ * new generation sized for it; an index that cannot grow takes every key
+ * in its newest generation, past its capacity.
  */
 static void
 write_keys(Relation index, uint64 *hashes, int nkeys)
@@ -214,47 +330,39 @@ write_keys(Relation index, uint64 *hashes, int nkeys)
 	AmqIndexMeta meta;
 	Placed	   *keys = palloc(sizeof(Placed) * nkeys);
 	Placed	   *sorted = palloc(sizeof(Placed) * nkeys);
-	int			n = nkeys;
+	int			done = 0;
 	int			i;
 
 	for (i = 0; i < nkeys; i++)
 		keys[i].hash = hashes[i];
 	amq_index_read_meta(index, &meta);
-	while (n > 0)
+	while (done < nkeys)
 	{
-		const AmqIndexGen *g = &meta.gens[meta.ngens - 1];
-		bool		last = meta.ngens >= AMQ_PAGED_MAX_GENS;
-		amq_paged_gen geometry;
-		int			nfull = 0;
-		int			start;
+		uint32		newest = meta.ngens - 1;
+		const AmqIndexGen *g = &meta.gens[newest];
+		uint64		room = g->count < g->capacity ? g->capacity - g->count : 0;
+		int			take = nkeys - done;
+		bool		saturated = false;
+		uint64		added;
 
-		CHECK_FOR_INTERRUPTS();
-		amq_index_geometry(g, &geometry);
-		for (i = 0; i < n; i++)
-			amq_paged_locate(&geometry, keys[i].hash, &keys[i].page, &keys[i].block);
-		sort_by_page(keys, n, g->npages, sorted);
-		memcpy(keys, sorted, sizeof(Placed) * n);
-		for (start = 0; start < n;)
+		if ((uint64) take > room)
 		{
-			int			end = start;
-			int			left;
-
-			while (end < n && keys[end].page == keys[start].page)
-				end++;
-
-			/*
-			 * The last generation an index may have takes every key, past
-			 * its limit: its rate then rises above its share, never a "no"
-			 * for a key that is there.
-			 */
-			left = write_page(index, g, keys + start, end - start, last);
-			memmove(keys + nfull, keys + start, sizeof(Placed) * left);
-			nfull += left;
-			start = end;
+			if (room > 0)
+				take = (int) room;
+			else if (grow(index, &meta, (uint64) take))
+				continue;
+			else
+				saturated = true;	/* all of them, here, past capacity */
 		}
-		n = nfull;
-		if (n > 0)
-			grow(index, &meta, (uint64) n);
+		added = write_gen(index, &meta, newest, keys + done, sorted, take);
+		add_count(index, &meta, newest, added,
+				  saturated && !(meta.flags & AMQ_INDEX_SATURATED));
+		if (saturated)
+		{
+			meta.flags |= AMQ_INDEX_SATURATED;
+			warn_saturated(index);
+		}
+		done += take;
 	}
 	pfree(sorted);
 	pfree(keys);
@@ -413,6 +521,13 @@ batch_add(Batch *b, uint64 hash)
 	pending++;
 }
 
+/* What an insert looks up once per statement (IndexInfo's ii_AmCache). */
+typedef struct InsertCache
+{
+	AmqIndexHasher hasher;
+	uint64		seed;
+} InsertCache;
+
 bool
 amq_index_insert(Relation index, Datum *values, bool *isnull,
 				 ItemPointer ht_ctid, Relation heapRel,
@@ -422,22 +537,25 @@ amq_index_insert(Relation index, Datum *values, bool *isnull,
 #endif
 				 IndexInfo *indexInfo)
 {
-	FmgrInfo   *proc = (FmgrInfo *) indexInfo->ii_AmCache;
+	InsertCache *cache = (InsertCache *) indexInfo->ii_AmCache;
 	Batch	   *b;
 
 	if (isnull[0])
 		return false;			/* NULL equals nothing: no key to add */
-	if (proc == NULL)
+	if (cache == NULL)
 	{
-		MemoryContext old = MemoryContextSwitchTo(indexInfo->ii_Context);
+		AmqIndexMeta meta;
 
-		proc = palloc(sizeof(FmgrInfo));
-		fmgr_info_copy(proc, index_getprocinfo(index, 1, AMQ_INDEX_HASH_PROC),
-					   indexInfo->ii_Context);
-		indexInfo->ii_AmCache = proc;
-		MemoryContextSwitchTo(old);
+		cache = MemoryContextAllocZero(indexInfo->ii_Context, sizeof(InsertCache));
+		if (!amq_index_hasher_init(&cache->hasher, index, index->rd_opcintype[0],
+								   indexInfo->ii_Context))
+			elog(ERROR, "index \"%s\" has no hash support function for its type",
+				 RelationGetRelationName(index));
+		amq_index_read_meta(index, &meta);
+		cache->seed = meta.seed;
+		indexInfo->ii_AmCache = cache;
 	}
 	b = batch_of(RelationGetRelid(index));
-	batch_add(b, amq_index_hash(proc, index->rd_indcollation[0], values[0]));
+	batch_add(b, amq_index_hash(&cache->hasher, cache->seed, values[0]));
 	return false;
 }

@@ -17,7 +17,8 @@
  * Cost.  What a scan costs depends on one thing the planner does not know:
  * whether the filter says "maybe".  With a constant value the estimate
  * probes the index (as btree's estimates read the index for the actual
- * range of a column): "no" costs the probe, "maybe" the probe and every
+ * range of a column), unless row security or a security barrier stands
+ * between the role and the table (may_probe_clause): "no" costs the probe, "maybe" the probe and every
  * page of the table, so the planner then prefers a plain scan.  With a value
  * known only at run time (a parameter of a generic plan, the outer row of a
  * nested loop) the estimate is the chance that the table holds the value:
@@ -43,6 +44,9 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
+#include "optimizer/pathnode.h"
+#include "parser/parsetree.h"
 #include "utils/selfuncs.h"
 #include "utils/spccache.h"
 #include "utils/syscache.h"
@@ -50,31 +54,6 @@
 
 #include "amqfilter.h"
 #include "filter_index.h"
-
-/*
- * The support function that hashes values of type for the index, or NULL
- * if its operator family has none for the type: the type's own, or that of
- * the class's type when the type is binary coercible to it (varchar for a
- * text column, an array type for anyarray).
- */
-FmgrInfo *
-amq_index_hash_proc(Relation index, Oid type, MemoryContext cxt)
-{
-	Oid			opfamily = index->rd_opfamily[0];
-	Oid			opcintype = index->rd_opcintype[0];
-	Oid			base = getBaseType(type);
-	Oid			proc;
-	FmgrInfo   *info;
-
-	proc = get_opfamily_proc(opfamily, base, base, AMQ_INDEX_HASH_PROC);
-	if (!OidIsValid(proc) && IsBinaryCoercible(base, opcintype))
-		proc = get_opfamily_proc(opfamily, opcintype, opcintype, AMQ_INDEX_HASH_PROC);
-	if (!OidIsValid(proc))
-		return NULL;
-	info = MemoryContextAlloc(cxt, sizeof(FmgrInfo));
-	fmgr_info_cxt(proc, info, cxt);
-	return info;
-}
 
 /*
  * True if some generation of the index may hold the key ("maybe"), false
@@ -102,13 +81,7 @@ amq_index_may_contain(Relation index, const AmqIndexMeta *meta, uint64 hash)
 		buf = ReadBuffer(index, g->first + pg);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
-		if (AmqIndexPageGetHeader(page)->magic != AMQ_INDEX_MAGIC ||
-			AmqIndexPageGetHeader(page)->gen != i)
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("page %u of index \"%s\" is not a page of generation %u",
-							g->first + pg, RelationGetRelationName(index), i),
-					 errhint("REINDEX it.")));
+		amq_index_check_data_page(index, page, g->first + pg, i);
 		found = amq_block_test(AmqIndexPageGetBlock(page, block), h2, g->hashes);
 		UnlockReleaseBuffer(buf);
 		if (found)
@@ -119,14 +92,13 @@ amq_index_may_contain(Relation index, const AmqIndexMeta *meta, uint64 hash)
 
 /*
  * True if the index may hold some non-null element of the array, hashed
- * with proc (the support function of the array's element type).
+ * as its element type is.
  */
 bool
 amq_index_may_contain_any(Relation index, const AmqIndexMeta *meta,
-						  FmgrInfo *proc, ArrayType *array)
+						  const AmqIndexHasher *hasher, ArrayType *array)
 {
 	Oid			elemtype = ARR_ELEMTYPE(array);
-	Oid			collation = index->rd_indcollation[0];
 	int16		typlen;
 	bool		typbyval;
 	char		typalign;
@@ -140,7 +112,7 @@ amq_index_may_contain_any(Relation index, const AmqIndexMeta *meta,
 					  &elems, &nulls, &n);
 	for (i = 0; i < n; i++)
 		if (!nulls[i] &&
-			amq_index_may_contain(index, meta, amq_index_hash(proc, collation, elems[i])))
+			amq_index_may_contain(index, meta, amq_index_hash(hasher, meta->seed, elems[i])))
 			return true;
 	return false;
 }
@@ -151,42 +123,45 @@ amq_index_may_contain_any(Relation index, const AmqIndexMeta *meta,
  * ----------------------------------------------------------------
  */
 
-/* The support functions a scan looked up, by the type they hash. */
-typedef struct ScanProc
+/* How a scan hashes values, by their type: a scan has keys of few types. */
+typedef struct ScanHasher
 {
 	Oid			type;
-	FmgrInfo   *proc;
-} ScanProc;
+	AmqIndexHasher hasher;
+} ScanHasher;
 
 typedef struct ScanOpaque
 {
-	int			nprocs;
-	ScanProc	procs[4];
+	int			nhashers;
+	ScanHasher	hashers[4];
+	AmqIndexHasher spare;		/* a fifth type's, for the moment */
 } ScanOpaque;
 
-static FmgrInfo *
-scan_proc(IndexScanDesc scan, Oid type)
+static const AmqIndexHasher *
+scan_hasher(IndexScanDesc scan, Oid type)
 {
 	ScanOpaque *so = (ScanOpaque *) scan->opaque;
-	FmgrInfo   *proc;
+	AmqIndexHasher *hasher;
 	int			i;
 
 	if (!OidIsValid(type))
 		type = scan->indexRelation->rd_opcintype[0];
-	for (i = 0; i < so->nprocs; i++)
-		if (so->procs[i].type == type)
-			return so->procs[i].proc;
-	proc = amq_index_hash_proc(scan->indexRelation, type, CurrentMemoryContext);
-	if (proc == NULL)
+	for (i = 0; i < so->nhashers; i++)
+		if (so->hashers[i].type == type)
+			return &so->hashers[i].hasher;
+	if (so->nhashers < (int) lengthof(so->hashers))
+	{
+		so->hashers[so->nhashers].type = type;
+		hasher = &so->hashers[so->nhashers].hasher;
+	}
+	else
+		hasher = &so->spare;
+	if (!amq_index_hasher_init(hasher, scan->indexRelation, type, CurrentMemoryContext))
 		elog(ERROR, "amqfilter index \"%s\" has no hash support function for type %s",
 			 RelationGetRelationName(scan->indexRelation), format_type_be(type));
-	if (so->nprocs < (int) lengthof(so->procs))
-	{
-		so->procs[so->nprocs].type = type;
-		so->procs[so->nprocs].proc = proc;
-		so->nprocs++;
-	}
-	return proc;
+	if (hasher != &so->spare)
+		so->nhashers++;
+	return hasher;
 }
 
 IndexScanDesc
@@ -217,7 +192,6 @@ static bool
 key_may_match(IndexScanDesc scan, const AmqIndexMeta *meta, ScanKey key)
 {
 	Relation	index = scan->indexRelation;
-	Oid			collation = index->rd_indcollation[0];
 
 	if (key->sk_flags & SK_ISNULL)
 		return false;			/* "= NULL" holds for no row */
@@ -226,11 +200,11 @@ key_may_match(IndexScanDesc scan, const AmqIndexMeta *meta, ScanKey key)
 		ArrayType  *array = DatumGetArrayTypeP(key->sk_argument);
 
 		return amq_index_may_contain_any(index, meta,
-										 scan_proc(scan, ARR_ELEMTYPE(array)), array);
+										 scan_hasher(scan, ARR_ELEMTYPE(array)), array);
 	}
 	return amq_index_may_contain(index, meta,
-								 amq_index_hash(scan_proc(scan, key->sk_subtype),
-												collation, key->sk_argument));
+								 amq_index_hash(scan_hasher(scan, key->sk_subtype),
+												meta->seed, key->sk_argument));
 }
 
 int64
@@ -353,16 +327,62 @@ runtime_presence(PlannerInfo *root, IndexOptInfo *index, Node *indexkey)
 }
 
 /*
+ * Whether the estimate may probe the index with a clause's constant.  Not
+ * where row security, or a security barrier view, stands between the
+ * querying role and the table (the clause then comes from above the
+ * barrier: its security_level is above 0): the index summarizes the rows
+ * they hide too, and a plan that changed with its answer would tell a
+ * hidden value from an absent one, with nothing executed.  The estimate
+ * then is the one for a value known only at run time, the same whatever
+ * the value.  (A role without SELECT on the columns the index reads never
+ * sees a plan: its query, EXPLAIN too, fails the executor's privilege
+ * check.)
+ */
+static bool
+may_probe_clause(PlannerInfo *root, IndexOptInfo *index, Relation irel,
+				 RestrictInfo *rinfo)
+{
+	RangeTblEntry *rte = planner_rt_fetch(index->rel->relid, root);
+	Oid			userid = GetUserId();
+	PlannerInfo *outer;
+
+	if (rinfo->security_level > 0 || rte->securityQuals != NIL)
+		return false;
+
+	/*
+	 * A security barrier view is planned as a subquery, the clauses pushed
+	 * into it from above at the level of its own: any such subquery above
+	 * this one may be the barrier.
+	 */
+	for (outer = root->parent_root; outer != NULL; outer = outer->parent_root)
+	{
+		ListCell   *lc;
+
+		foreach(lc, outer->parse->rtable)
+		{
+			RangeTblEntry *orte = lfirst_node(RangeTblEntry, lc);
+
+			if (orte->rtekind == RTE_SUBQUERY && orte->security_barrier)
+				return false;
+		}
+	}
+#if PG_VERSION_NUM < 160000
+	if (OidIsValid(rte->checkAsUser))
+		userid = rte->checkAsUser;
+#endif
+	return check_enable_rls(irel->rd_index->indrelid, userid, true) != RLS_ENABLED;
+}
+
+/*
  * The chance that one index clause says "maybe": probed when its value is
- * a constant, estimated when it is not.
+ * a constant and may_probe, estimated when not.
  */
 static double
 clause_maybe(PlannerInfo *root, IndexOptInfo *index, Relation irel,
-			 const AmqIndexMeta *meta, Expr *clause)
+			 const AmqIndexMeta *meta, Expr *clause, bool may_probe)
 {
 	Node	   *indexkey;
 	Node	   *other;
-	Oid			collation = irel->rd_indcollation[0];
 
 	if (IsA(clause, OpExpr) && list_length(((OpExpr *) clause)->args) == 2)
 	{
@@ -380,10 +400,10 @@ clause_maybe(PlannerInfo *root, IndexOptInfo *index, Relation irel,
 		indexkey = (Node *) ((RelabelType *) indexkey)->arg;
 
 	other = estimate_expression_value(root, other);
-	if (IsA(other, Const))
+	if (IsA(other, Const) && may_probe)
 	{
 		Const	   *c = (Const *) other;
-		FmgrInfo   *proc;
+		AmqIndexHasher hasher;
 
 		if (c->constisnull)
 			return 0.0;
@@ -391,16 +411,15 @@ clause_maybe(PlannerInfo *root, IndexOptInfo *index, Relation irel,
 		{
 			ArrayType  *array = DatumGetArrayTypeP(c->constvalue);
 
-			proc = amq_index_hash_proc(irel, ARR_ELEMTYPE(array), CurrentMemoryContext);
-			if (proc == NULL)
+			if (!amq_index_hasher_init(&hasher, irel, ARR_ELEMTYPE(array),
+									   CurrentMemoryContext))
 				return 1.0;
-			return amq_index_may_contain_any(irel, meta, proc, array) ? 1.0 : 0.0;
+			return amq_index_may_contain_any(irel, meta, &hasher, array) ? 1.0 : 0.0;
 		}
-		proc = amq_index_hash_proc(irel, c->consttype, CurrentMemoryContext);
-		if (proc == NULL)
+		if (!amq_index_hasher_init(&hasher, irel, c->consttype, CurrentMemoryContext))
 			return 1.0;
 		return amq_index_may_contain(irel, meta,
-									 amq_index_hash(proc, collation, c->constvalue))
+									 amq_index_hash(&hasher, meta->seed, c->constvalue))
 			? 1.0 : 0.0;
 	}
 	return Min(1.0, runtime_presence(root, index, indexkey) + meta->p);
@@ -433,7 +452,8 @@ amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 		{
 			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
 
-			maybe = Min(maybe, clause_maybe(root, index, irel, &meta, rinfo->clause));
+			maybe = Min(maybe, clause_maybe(root, index, irel, &meta, rinfo->clause,
+											may_probe_clause(root, index, irel, rinfo)));
 			nkeys++;
 		}
 	}
