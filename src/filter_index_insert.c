@@ -30,10 +30,16 @@
  * keys whose bits are all set already (duplicates) without writing at all.
  *
  * Growth.  A generation is full when the keys that set a bit in it (its
- * count, in the metapage, added to once per batch written) reach its
- * capacity: then the index grows, under the metapage's exclusive lock: if
- * another backend added a generation meanwhile, the keys go there; else a
- * new one, AMQ_PAGED_GROWTH times larger at a smaller share of the rate, is
+ * count, in the metapage) reach its capacity.  A batch that set bits for
+ * COUNT_UNIT keys or more adds them; a smaller one adds COUNT_UNIT with
+ * probability added / COUNT_UNIT, so that the count stays right on
+ * average (its relative error at a capacity C about sqrt(COUNT_UNIT / C):
+ * 12% at the least capacity, 4,096) while a one-row transaction writes
+ * the metapage once in COUNT_UNIT, not every time (which cost 12% of
+ * their rate: one more generic WAL record each).  The draw is the
+ * server's, so keys cannot steer it.  A full generation makes the index
+ * grow, under the metapage's exclusive lock: if another backend added a
+ * generation meanwhile, the keys go there; else a new one, AMQ_PAGED_GROWTH times larger at a smaller share of the rate, is
  * written (pages first, each WAL-logged whole, then the metapage that
  * points at them; a crash between leaves unreferenced pages at the end,
  * which the next growth skips).  The number of keys decides, never which
@@ -62,6 +68,7 @@
 #include "access/relation.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
+#include "common/pg_prng.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
@@ -82,6 +89,8 @@
 #define BATCH_BUDGET	524288
 /* Indexes with a batch at once; one more writes them all first. */
 #define MAX_BATCHES		32
+/* keys a smaller batch's count is rounded to, at random (see above) */
+#define COUNT_UNIT		64
 
 typedef struct Batch
 {
@@ -355,6 +364,9 @@ write_keys(Relation index, uint64 *hashes, int nkeys)
 				saturated = true;	/* all of them, here, past capacity */
 		}
 		added = write_gen(index, &meta, newest, keys + done, sorted, take);
+		if (added > 0 && added < COUNT_UNIT)
+			added = pg_prng_uint64_range(&pg_global_prng_state, 0, COUNT_UNIT - 1) < added
+				? COUNT_UNIT : 0;
 		add_count(index, &meta, newest, added,
 				  saturated && !(meta.flags & AMQ_INDEX_SATURATED));
 		if (saturated)
