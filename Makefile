@@ -22,7 +22,7 @@ CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c \
 	src/core/amq_bloom_dleft.c src/core/amq_cuckoo.c \
 	src/core/amq_cuckoo_membership.c src/core/amq_cuckoo_delete.c \
 	src/core/amq_cuckoo_counter.c src/core/amq_cuckoo_merge.c \
-	src/core/amq_cuckoo_stats.c src/core/amq_bloom_paged.c
+	src/core/amq_cuckoo_stats.c src/core/amq_bloom_paged.c src/core/amq_range_table.c
 GLUE_SRCS = src/amqfilter.c src/filter_cache.c src/filter_access.c src/hashing.c src/filter_io.c \
 	src/filter_compare.c \
 	src/filter_agg.c src/filter_agg_sizeless.c src/filter_overfill.c src/filter_selectivity.c \
