@@ -32,6 +32,7 @@
 #endif
 
 #include "amqfilter.h"
+#include "filter_index.h"
 #include "join_filter.h"
 
 PG_MODULE_MAGIC;
@@ -59,6 +60,7 @@ _PG_init(void)
 							 &amq_probe_read, AMQ_PROBE_READ_AUTO,
 							 probe_read_options, PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	amq_index_init();
 	amq_join_filter_init();
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("amqfilter");

@@ -42,6 +42,7 @@
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/catcache.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -106,6 +107,19 @@ amq_index_options(Datum reloptions, bool validate)
 	return (bytea *) build_reloptions(reloptions, validate, amq_relopt_kind,
 									  sizeof(AmqIndexOptions), amq_relopt_tab,
 									  lengthof(amq_relopt_tab));
+}
+
+/* Defines the index's settings (from _PG_init). */
+void
+amq_index_init(void)
+{
+	DefineCustomIntVariable("amqfilter.index_seed",
+							"Fixes the seed of the amqfilter indexes built while it is set (0: a random one).",
+							"For tests whose output shows answers for absent values: with a fixed "
+							"seed they repeat.  Where keys go is then known to whoever knows the "
+							"setting: leave it 0 in production.",
+							&amq_index_seed_setting, 0, INT_MIN, INT_MAX,
+							PGC_SUSET, 0, NULL, NULL, NULL);
 }
 
 /* The index's false_positive_rate option, or its default. */

@@ -150,6 +150,7 @@ typedef struct AmqIndexHasher
 } AmqIndexHasher;
 
 /* filter_index.c */
+extern void amq_index_init(void);
 extern void amq_index_init_page_whole(Page page);
 extern void amq_index_init_page(Page page, uint16 gen);
 extern void amq_index_page_make_whole(Page page);
@@ -168,6 +169,7 @@ extern bool amq_index_columns_readable(Relation index, Oid userid);
 extern IndexBuildResult *amq_index_build(Relation heap, Relation index,
 										 struct IndexInfo *indexInfo);
 extern void amq_index_buildempty(Relation index);
+extern int	amq_index_seed_setting;
 extern uint64 amq_index_seed(void);
 extern bool amq_index_hasher_init(AmqIndexHasher *hasher, Relation index,
 								  Oid type, MemoryContext cxt);
