@@ -22,7 +22,7 @@ CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c \
 	src/core/amq_bloom_dleft.c src/core/amq_cuckoo.c \
 	src/core/amq_cuckoo_membership.c src/core/amq_cuckoo_delete.c \
 	src/core/amq_cuckoo_counter.c src/core/amq_cuckoo_merge.c \
-	src/core/amq_cuckoo_stats.c src/core/amq_bloom_paged.c src/core/amq_range_table.c
+	src/core/amq_cuckoo_stats.c src/core/amq_range_table.c
 GLUE_SRCS = src/amqfilter.c src/filter_cache.c src/filter_access.c src/hashing.c src/filter_io.c \
 	src/filter_compare.c \
 	src/filter_agg.c src/filter_agg_sizeless.c src/filter_overfill.c src/filter_selectivity.c \
@@ -39,7 +39,7 @@ REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 	cuckoo_parallel cuckoo_fpr identity collation_identity cuckoo_limits merge_once filter_equality \
 	slice_probe selectivity \
 	bloom_counting partition_filter partition_stale partition_security \
-	antijoin recipes filter_index index_trust sizeless overfill join_filter safety probe_cache
+	antijoin recipes filter_index index_trust index_ranges sizeless overfill join_filter safety probe_cache
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 UNIT_TESTS = $(patsubst %.c,%,$(wildcard test/test_*.c))

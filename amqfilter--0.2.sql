@@ -1112,14 +1112,15 @@ CREATE OPERATOR CLASS xid_ops DEFAULT FOR TYPE xid USING amqfilter FAMILY xid_op
 	FUNCTION 1 pg_catalog.hashint4extended(integer,bigint);
 
 CREATE FUNCTION amqfilter_index_info(index regclass,
-	OUT bytes bigint, OUT generations integer, OUT distinct_values bigint,
+	OUT bytes bigint, OUT generations integer, OUT entries bigint,
+	OUT everywhere bigint, OUT pages_per_range integer, OUT ranges bigint,
 	OUT false_positive_rate double precision,
 	OUT target_false_positive_rate double precision,
-	OUT build_distinct_values bigint, OUT saturated boolean)
+	OUT build_entries bigint, OUT saturated boolean)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT;
 COMMENT ON FUNCTION amqfilter_index_info(regclass) IS
-	'an amqfilter index: its size, generations, the distinct values it holds (estimated from its fill), its rate of "maybe" for absent values now and its target, and whether it filled up when it could not grow (then REINDEX it)';
+	'an amqfilter index: its size, generations, entries (a value and a block range), those that say "everywhere", the table''s blocks per range and ranges, its rate of "maybe" for absent values now and its target, and whether a page or the index filled up (then REINDEX it)';
 
 CREATE FUNCTION bloom_index_contains(index regclass, value anyelement)
 	RETURNS boolean

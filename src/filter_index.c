@@ -1,26 +1,26 @@
 /*
  * filter_index.c
- *		The amqfilter index access method: its handler, its option, the
+ *		The amqfilter index access method: its handler, its options, the
  *		metapage, operator class validation, and the SQL functions that
  *		read an index (amqfilter_index_info, bloom_index_contains).
  *
- * What the index is for.  A bloom filter of a column answers "no" for
- * most values the column does not hold.  As an index, PostgreSQL keeps it
- * current on every write path (INSERT, COPY, UPDATE, logical replication
- * apply, crash recovery and physical standbys through WAL, rewrites through
- * REINDEX), and the planner uses it for plain "column = value" and
- * "column = ANY (array)": a scan that the filter rules out reads nothing of
- * the table, which on a partitioned table skips every partition that
- * cannot hold the value, also in generic plans and on the inner side of a
- * nested loop, where the value is known only at run time.
+ * What the index is for.  For each value of a column it knows the block
+ * ranges of the table that may hold it: a lookup of a value the table
+ * holds reads those few blocks, as a btree lookup reads the blocks its
+ * entries point to, at a fraction of a btree's size (an entry is 4 bytes,
+ * a fingerprint and a range number, where a btree's is the key and a
+ * tuple identifier); a value the table does not hold reads nothing, which
+ * on a partitioned table skips every partition that cannot hold it.
+ * PostgreSQL keeps it current on every write path (INSERT, COPY, UPDATE,
+ * logical replication apply, crash recovery and physical standbys through
+ * WAL, rewrites through REINDEX), and the planner uses it for plain
+ * "column = value" and "column = ANY (array)", with constants, in generic
+ * plans and on the inner side of a nested loop.
  *
- * Where it says "maybe", the scan returns every page of the table, lossy,
- * and the heap recheck keeps answers exact: a filter index replaces a scan
- * of the whole table by nothing, not by a lookup.  So the planner is told
- * so (filter_index_scan.c): a value the filter holds costs a full scan, one
- * it rules out almost nothing.  Deletes and updates leave the filter as it
- * is: a value gone from the table may still say "maybe" until a REINDEX,
- * never the reverse.
+ * The scan returns the ranges' blocks, lossy, and the heap recheck keeps
+ * answers exact (filter_index_scan.c).  Deletes and updates leave entries
+ * as they are: a range whose rows are gone may still say "maybe" until a
+ * REINDEX, never the reverse.
  */
 #include "postgres.h"
 
@@ -51,6 +51,7 @@
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "access/sysattr.h"
+#include "access/table.h"
 #include "access/transam.h"
 #include "optimizer/optimizer.h"
 #include "utils/snapmgr.h"
@@ -63,7 +64,7 @@ PG_FUNCTION_INFO_V1(amqfilter_index_info);
 PG_FUNCTION_INFO_V1(bloom_index_contains);
 
 static relopt_kind amq_relopt_kind;
-static relopt_parse_elt amq_relopt_tab[2];
+static relopt_parse_elt amq_relopt_tab[3];
 static bool amq_relopt_registered = false;
 
 /*
@@ -86,7 +87,14 @@ register_options(void)
 		);
 	add_int_reloption(amq_relopt_kind, "max_generations",
 					  "Generations the index may grow to; past the last, it answers \"maybe\" more often instead of growing",
-					  AMQ_INDEX_DEFAULT_MAX_GENS, 1, AMQ_PAGED_MAX_GENS
+					  AMQ_INDEX_DEFAULT_MAX_GENS, 1, AMQ_INDEX_MAX_GENS
+#if PG_VERSION_NUM >= 130000
+					  ,AccessExclusiveLock
+#endif
+		);
+	add_int_reloption(amq_relopt_kind, "pages_per_range",
+					  "Table blocks per range a lookup reads; 0 chooses from the table's size",
+					  0, 0, 1 << 20
 #if PG_VERSION_NUM >= 130000
 					  ,AccessExclusiveLock
 #endif
@@ -97,6 +105,9 @@ register_options(void)
 	amq_relopt_tab[1].optname = "max_generations";
 	amq_relopt_tab[1].opttype = RELOPT_TYPE_INT;
 	amq_relopt_tab[1].offset = offsetof(AmqIndexOptions, max_generations);
+	amq_relopt_tab[2].optname = "pages_per_range";
+	amq_relopt_tab[2].opttype = RELOPT_TYPE_INT;
+	amq_relopt_tab[2].offset = offsetof(AmqIndexOptions, pages_per_range);
 	amq_relopt_registered = true;
 }
 
@@ -140,6 +151,23 @@ amq_index_option_max_gens(Relation index)
 	return opts != NULL ? opts->max_generations : AMQ_INDEX_DEFAULT_MAX_GENS;
 }
 
+/* The index's pages_per_range option: 0 (the default) lets the index choose. */
+int
+amq_index_option_pages_per_range(Relation index)
+{
+	AmqIndexOptions *opts = (AmqIndexOptions *) index->rd_options;
+
+	return opts != NULL ? opts->pages_per_range : 0;
+}
+
+/* The geometry of the tables of an index's data pages. */
+void
+amq_index_geometry(const AmqIndexMeta *meta, amq_rt_geom *geom)
+{
+	if (!amq_rt_geometry(AMQ_INDEX_SLOT_BYTES, meta->fp_bits, geom))
+		elog(ERROR, "fingerprints of %u bits do not fit an index page", meta->fp_bits);
+}
+
 /*
  * Initializes a page with no hole: pd_lower and pd_upper at its end, so
  * that generic WAL logs (and a standby replays) every byte of it.
@@ -153,10 +181,10 @@ amq_index_init_page_whole(Page page)
 }
 
 /*
- * Initializes an empty data page of generation gen.  Its blocks, all zero,
- * are left as the page's hole (pd_lower at the first block): a full-page
+ * Initializes an empty data page of generation gen.  Its slots, all zero,
+ * are left as the page's hole (pd_lower at the first slot): a full-page
  * image of a new generation's page then leaves them out of WAL.  The first
- * write of bits makes the page whole (amq_index_page_make_whole).
+ * write of entries makes the page whole (amq_index_page_make_whole).
  */
 void
 amq_index_init_page(Page page, uint16 gen)
@@ -164,18 +192,18 @@ amq_index_init_page(Page page, uint16 gen)
 	AmqIndexPageHeader *hdr;
 
 	PageInit(page, BLCKSZ, 0);
-	((PageHeader) page)->pd_lower = AMQ_INDEX_BLOCKS_OFFSET;
+	((PageHeader) page)->pd_lower = AMQ_INDEX_SLOTS_OFFSET;
 	hdr = AmqIndexPageGetHeader(page);
+	memset(hdr, 0, sizeof(*hdr));
 	hdr->magic = AMQ_INDEX_MAGIC;
 	hdr->gen = gen;
-	hdr->flags = 0;
-	hdr->nset = 0;
 }
 
 /*
- * Makes a data page whole before bits are set on it: generic WAL then logs
- * the blocks as data, not as a hole (the first such record carries all of
- * them, in place of the full-page image its creation did not write).
+ * Makes a data page whole before entries are written to it: generic WAL
+ * then logs the slots as data, not as a hole (the first such record
+ * carries all of them, in place of the full-page image its creation did
+ * not write).
  */
 void
 amq_index_page_make_whole(Page page)
@@ -230,15 +258,14 @@ amq_index_check_meta(Relation index, Page page, const AmqIndexMeta *meta)
 				 errmsg("index \"%s\" has format version %u, this build reads version %d",
 						RelationGetRelationName(index), meta->version, AMQ_INDEX_VERSION),
 				 errhint("REINDEX it.")));
-	if (meta->blocks_per_page != AMQ_INDEX_BLOCKS_PER_PAGE ||
-		meta->ngens < 1 || meta->ngens > AMQ_PAGED_MAX_GENS)
-		page_corrupted(index, AMQ_INDEX_METAPAGE, "Its generations are out of range.");
+	if (meta->fp_bits < AMQ_RT_MIN_FP_BITS || meta->fp_bits > AMQ_INDEX_MAX_FP_BITS ||
+		meta->ngens < 1 || meta->ngens > AMQ_INDEX_MAX_GENS)
+		page_corrupted(index, AMQ_INDEX_METAPAGE, "Its geometry is out of range.");
 	for (i = 0; i < meta->ngens; i++)
 	{
 		const AmqIndexGen *g = &meta->gens[i];
 
-		if (g->first < 1 || g->npages < 1 || g->hashes < 1 ||
-			g->hashes > AMQ_BLOOM_MAX_HASHES ||
+		if (g->first < 1 || g->npages < 1 || g->pages_per_range < 1 ||
 			(uint64) g->first + g->npages > MaxBlockNumber ||
 			(i > 0 && g->first < meta->gens[i - 1].first + meta->gens[i - 1].npages))
 			page_corrupted(index, AMQ_INDEX_METAPAGE, "A generation is out of range.");
@@ -255,14 +282,19 @@ amq_index_check_data_page(Relation index, Page page, BlockNumber blkno, uint32 g
 {
 	PageHeader	ph = (PageHeader) page;
 	AmqIndexPageHeader *hdr = AmqIndexPageGetHeader(page);
+	amq_rt_geom geom;
 
 	if (PageIsNew(page))
 		page_corrupted(index, blkno, "The page is all zeros.");
-	if ((ph->pd_lower != AMQ_INDEX_BLOCKS_OFFSET && ph->pd_lower != BLCKSZ) ||
+	if ((ph->pd_lower != AMQ_INDEX_SLOTS_OFFSET && ph->pd_lower != BLCKSZ) ||
 		ph->pd_upper != BLCKSZ || ph->pd_special != BLCKSZ)
 		page_corrupted(index, blkno, "The page's header is not one the index writes.");
-	if (hdr->magic != AMQ_INDEX_MAGIC || hdr->gen != gen ||
-		hdr->nset > (uint32) AMQ_INDEX_BLOCKS_PER_PAGE * AMQ_BLOOM_BLOCK_BITS)
+	/* the counts a lookup indexes by do not depend on the fingerprint bits */
+	geom.nbuckets = (AMQ_INDEX_SLOT_BYTES - AMQ_RT_STASH_SLOTS * sizeof(uint32)) /
+		(AMQ_RT_BUCKET_SLOTS * sizeof(uint32));
+	geom.fp_bits = AMQ_RT_MIN_FP_BITS;
+	if (hdr->magic != AMQ_INDEX_MAGIC || hdr->gen != gen || hdr->flags != 0 ||
+		!amq_rt_check_header(&geom, &hdr->table))
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("page %u of index \"%s\" is not a page of generation %u",
@@ -285,29 +317,6 @@ amq_index_read_meta(Relation index, AmqIndexMeta *meta)
 	memcpy(meta, AmqIndexPageGetMeta(BufferGetPage(buf)), sizeof(AmqIndexMeta));
 	UnlockReleaseBuffer(buf);
 	amq_index_check_meta(index, (Page) &header, meta);
-}
-
-void
-amq_index_gen_from_geometry(AmqIndexGen *gen, BlockNumber first,
-							const amq_paged_gen *g)
-{
-	gen->first = first;
-	gen->npages = g->npages;
-	gen->hashes = g->hashes;
-	gen->unused = 0;
-	gen->capacity = g->capacity;
-	gen->count = 0;
-	gen->p = g->p;
-}
-
-void
-amq_index_geometry(const AmqIndexGen *gen, amq_paged_gen *g)
-{
-	g->capacity = gen->capacity;
-	g->p = gen->p;
-	g->hashes = gen->hashes;
-	g->npages = gen->npages;
-	g->blocks_per_page = AMQ_INDEX_BLOCKS_PER_PAGE;
 }
 
 /*
@@ -710,67 +719,90 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 }
 
 /*
- * amqfilter_index_info(index regclass) -> (bytes, generations, values,
- *   false_positive_rate, target_false_positive_rate, build_values,
- *   saturated)
+ * amqfilter_index_info(index regclass) -> (bytes, generations, entries,
+ *   everywhere, pages_per_range, ranges, false_positive_rate,
+ *   target_false_positive_rate, build_entries, saturated)
  *
- * The index's size, its generations, the distinct values it holds as
- * estimated from its fill (Swamidass and Baldi: n = -(m/k) ln(1 - X/m) per
- * generation), and the rate of "maybe" for an absent value now (each
- * generation's mean over its blocks of fill^k, summed), against the target;
- * and whether it could not grow when it was full (AMQ_INDEX_SATURATED).
- * Reads every page, and checks each.
+ * The index's size, its generations, its entries (one per value and range
+ * it was seen in), those that say "everywhere" (a value in too many
+ * ranges), the newest generation's pages_per_range and the ranges of the
+ * table at it, the rate of "maybe" for an absent value now (from every
+ * page's load: one minus the product over generations of the chance a
+ * probe of it misses), against the target, the entries the build made, and
+ * whether the index filled up without growing (AMQ_INDEX_SATURATED, or a
+ * page out of room).  Reads every page, and checks each whole.
  */
 Datum
 amqfilter_index_info(PG_FUNCTION_ARGS)
 {
 	Relation	index = open_index_checked(PG_GETARG_OID(0), "amqfilter_index_info");
 	AmqIndexMeta meta;
-	double		values = 0.0;
-	double		fpr = 0.0;
+	amq_rt_geom geom;
+	uint64		entries = 0;
+	uint64		everywhere = 0;
+	double		miss = 1.0;
+	bool		saturated;
+	Relation	heap;
+	BlockNumber heap_blocks;
+	const AmqIndexGen *newest;
 	uint32		i;
-	Datum		out[7];
-	bool		nulls[7] = {false, false, false, false, false, false, false};
+	Datum		out[10];
+	bool		nulls[10];
 
+	memset(nulls, 0, sizeof(nulls));
 	amq_index_flush(RelationGetRelid(index));
 	amq_index_read_meta(index, &meta);
+	amq_index_geometry(&meta, &geom);
+	saturated = (meta.flags & AMQ_INDEX_SATURATED) != 0;
 	for (i = 0; i < meta.ngens; i++)
 	{
 		const AmqIndexGen *g = &meta.gens[i];
-		double		bits = (double) g->npages * AMQ_INDEX_BLOCKS_PER_PAGE * AMQ_BLOOM_BLOCK_BITS;
-		double		set = 0.0;
-		double		gen_fpr = 0.0;
+		double		gen_rate = 0.0;
 		uint32		pg;
 
 		for (pg = 0; pg < g->npages; pg++)
 		{
 			Buffer		buf;
 			Page		page;
-			uint32		b;
+			AmqIndexPageHeader *hdr;
 
 			CHECK_FOR_INTERRUPTS();
 			buf = ReadBuffer(index, g->first + pg);
 			LockBuffer(buf, BUFFER_LOCK_SHARE);
 			page = BufferGetPage(buf);
 			amq_index_check_data_page(index, page, g->first + pg, i);
-			set += AmqIndexPageGetHeader(page)->nset;
-			for (b = 0; b < AMQ_INDEX_BLOCKS_PER_PAGE; b++)
-				gen_fpr += amq_paged_block_fpr(AmqIndexPageGetBlock(page, b), g->hashes);
+			hdr = AmqIndexPageGetHeader(page);
+			if (!amq_rt_check(&geom, &hdr->table, AmqIndexPageGetSlots(page)))
+				ereport(ERROR,
+						(errcode(ERRCODE_INDEX_CORRUPTED),
+						 errmsg("page %u of index \"%s\" is corrupted",
+								g->first + pg, RelationGetRelationName(index)),
+						 errdetail("Its counts disagree with its entries."),
+						 errhint("REINDEX it.")));
+			entries += hdr->table.nentries;
+			everywhere += amq_rt_count_everywhere(&geom, &hdr->table,
+												  AmqIndexPageGetSlots(page));
+			gen_rate += amq_rt_false_match_rate(&geom, &hdr->table);
+			saturated |= (hdr->table.flags & AMQ_RT_SATURATED) != 0;
 			UnlockReleaseBuffer(buf);
 		}
-		if (set < bits)
-			values += -(bits / g->hashes) * log1p(-set / bits);
-		else
-			values += (double) g->capacity;
-		fpr += gen_fpr / ((double) g->npages * AMQ_INDEX_BLOCKS_PER_PAGE);
+		miss *= 1.0 - gen_rate / g->npages;
 	}
+	newest = &meta.gens[meta.ngens - 1];
+	heap = table_open(index->rd_index->indrelid, AccessShareLock);
+	heap_blocks = RelationGetNumberOfBlocks(heap);
+	table_close(heap, AccessShareLock);
 	out[0] = Int64GetDatum((int64) RelationGetNumberOfBlocks(index) * BLCKSZ);
 	out[1] = Int32GetDatum((int32) meta.ngens);
-	out[2] = Int64GetDatum((int64) rint(values));
-	out[3] = Float8GetDatum(fpr);
-	out[4] = Float8GetDatum(meta.p);
-	out[5] = Int64GetDatum((int64) meta.build_distinct);
-	out[6] = BoolGetDatum((meta.flags & AMQ_INDEX_SATURATED) != 0);
+	out[2] = Int64GetDatum((int64) entries);
+	out[3] = Int64GetDatum((int64) everywhere);
+	out[4] = Int32GetDatum((int32) newest->pages_per_range);
+	out[5] = Int64GetDatum((int64) ((heap_blocks + newest->pages_per_range - 1) /
+									newest->pages_per_range));
+	out[6] = Float8GetDatum(1.0 - miss);
+	out[7] = Float8GetDatum(meta.p);
+	out[8] = Int64GetDatum((int64) meta.build_entries);
+	out[9] = BoolGetDatum(saturated);
 	index_close(index, AccessShareLock);
 	return amq_return_record(fcinfo, out, nulls);
 }

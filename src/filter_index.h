@@ -1,17 +1,21 @@
 /*
  * filter_index.h
- *		The amqfilter index access method: a bloom filter of a column, on
- *		index pages, that PostgreSQL keeps current on every write path.
+ *		The amqfilter index access method: for each value of a column, the
+ *		block ranges of the table that may hold it, on index pages that
+ *		PostgreSQL keeps current on every write path.
  *
- * On disk (docs/format.md, "The filter index"): block 0 is the metapage, the
- * rest hold the generations of a paged blocked bloom filter
- * (core/amq_bloom_paged.h), each a run of consecutive pages.  A data page
- * has a small header (the page's generation and how many of its bits are
- * set) and blocks_per_page 64-byte blocks after it, starting at byte 64 of
- * the page.  Every page is a standard page.  A data page that has bits set
- * has pd_lower and pd_upper both at its end: it has no hole, so generic WAL
- * logs every byte that changed; a new, empty one has its blocks as its hole
- * (pd_lower at byte 64), which its full-page image leaves out.
+ * On disk (docs/format.md, "The filter index"): block 0 is the metapage,
+ * the rest hold generations, each a run of consecutive pages.  A key's hash
+ * picks one page of each generation, and in it a table of (fingerprint,
+ * range) entries (core/amq_range_table.h): a probe reads the metapage and a
+ * page per generation, whatever the number of ranges, and returns the
+ * ranges, each pages_per_range blocks of the table (the generation's), whose
+ * rows may hold the value.  A data page has a small header (its generation
+ * and its table's counts) and its slots from byte 64 on.  Every page is a
+ * standard page.  A data page with entries has pd_lower and pd_upper both
+ * at its end: it has no hole, so generic WAL logs every byte that changed;
+ * a new, empty one has its slots as its hole (pd_lower at byte 64), which
+ * its full-page image leaves out.
  *
  * Prototypes are grouped by the file that defines them:
  *	filter_index.c			the handler, options, metapage, validation, and
@@ -32,42 +36,64 @@
 #include "utils/array.h"
 #include "utils/relcache.h"
 
-#include "core/amq_bloom.h"
-#include "core/amq_bloom_paged.h"
+#include "core/amq_range_table.h"
 
 #define AMQ_INDEX_MAGIC			0x414D5149	/* "AMQI" */
 /*
- * 2: a seed of its own per index, integers hashed as 64-bit values, a count
- * of keys per generation, the metapage's flags
+ * 3: block ranges: tables of (fingerprint, range) entries (2 was a bloom
+ * filter of the whole table, with a seed of its own and 64-bit integers;
+ * 1 the same with a fixed seed)
  */
-#define AMQ_INDEX_VERSION		2
+#define AMQ_INDEX_VERSION		3
 #define AMQ_INDEX_METAPAGE		0
-/* where a data page's blocks begin: past the page header and ours */
-#define AMQ_INDEX_BLOCKS_OFFSET	64
-#define AMQ_INDEX_BLOCKS_PER_PAGE	((BLCKSZ - AMQ_INDEX_BLOCKS_OFFSET) / AMQ_BLOCK_BYTES)
+/* where a data page's slots begin: past the page header and ours */
+#define AMQ_INDEX_SLOTS_OFFSET	64
+#define AMQ_INDEX_SLOT_BYTES	(BLCKSZ - AMQ_INDEX_SLOTS_OFFSET)
 /* the support function: the type's extended (64-bit, seeded) hash */
 #define AMQ_INDEX_HASH_PROC		1
 #define AMQ_INDEX_NPROCS		1
 /* the one strategy: equality */
 #define AMQ_INDEX_EQUAL			1
 #define AMQ_INDEX_NSTRATEGIES	1
-/* headroom the build leaves over the distinct values it saw */
+/* headroom the build leaves over the entries it counted */
 #define AMQ_INDEX_HEADROOM		1.1
+/* the share of a generation's slots its capacity fills */
+#define AMQ_INDEX_LOAD			0.85
+/* a generation's capacity is this many times its predecessor's */
+#define AMQ_INDEX_GROWTH		4
+/* generations an index may have */
+#define AMQ_INDEX_MAX_GENS		16
 /*
- * the least capacity of a generation: an index built on an empty table
- * starts with a page's worth, not one value, so that growing to any number
- * of values takes few generations
+ * the least capacity of a generation, in entries: an index built on an
+ * empty table starts with a few pages, so that growing to any number of
+ * values takes few generations
  */
 #define AMQ_INDEX_MIN_CAPACITY	4096
+/*
+ * fingerprint bits: enough for false_positive_rate over this many
+ * generations, at most AMQ_INDEX_MAX_FP_BITS, which leaves 12 bits of range
+ * number (4,094 ranges; pages_per_range grows with the table to keep its
+ * ranges under that)
+ */
+#define AMQ_INDEX_RATE_GENS		4
+#define AMQ_INDEX_MAX_FP_BITS	20
+/*
+ * the low bits of a key's hash that place nothing (amq_index_locate): a
+ * build sorts a range number there (at most 24 bits: AMQ_RT_MIN_FP_BITS
+ * leave that many)
+ */
+#define AMQ_INDEX_RANGE_MASK	UINT64CONST(0xFFFFFF)
+/* an automatic pages_per_range leaves room for the table to grow this much */
+#define AMQ_INDEX_RANGE_HEADROOM	4
 /* the options' defaults */
 #define AMQ_INDEX_DEFAULT_FPR	0.01
-#define AMQ_INDEX_DEFAULT_MAX_GENS	AMQ_PAGED_MAX_GENS
+#define AMQ_INDEX_DEFAULT_MAX_GENS	AMQ_INDEX_MAX_GENS
 
 /* AmqIndexMeta.flags */
 /*
- * the newest generation took keys past its capacity because the index could
- * not grow (max_generations, or the size limit): its rate of "maybe" is
- * above its share until a REINDEX
+ * the newest generation took entries past its capacity because the index
+ * could not grow (max_generations, or the size limit): pages that run out
+ * of room answer "everywhere" until a REINDEX
  */
 #define AMQ_INDEX_SATURATED		0x0001
 
@@ -76,12 +102,10 @@ typedef struct AmqIndexGen
 {
 	BlockNumber first;			/* its first page */
 	uint32		npages;
-	uint32		hashes;			/* k */
+	uint32		pages_per_range;	/* table blocks per range number */
 	uint32		unused;			/* zero */
-	uint64		capacity;		/* distinct values it is sized for */
-	uint64		count;			/* keys that set a bit in it: it is full at
-								 * capacity */
-	double		p;				/* its target rate */
+	uint64		capacity;		/* entries it is sized for */
+	uint64		count;			/* entries added (in units: see insert) */
 } AmqIndexGen;
 
 /* The metapage's contents. */
@@ -89,16 +113,16 @@ typedef struct AmqIndexMeta
 {
 	uint32		magic;
 	uint32		version;
-	uint32		blocks_per_page;
+	uint32		fp_bits;		/* of every generation's entries */
 	uint32		ngens;
 	uint64		seed;			/* drawn at random by the build: where a key
 								 * goes cannot be known outside the server */
 	double		p;				/* the index's false_positive_rate at build */
-	uint64		build_distinct; /* distinct values the build hashed */
+	uint64		build_entries;	/* entries the build made */
 	uint64		build_values;	/* non-null values the build hashed */
 	uint32		flags;			/* AMQ_INDEX_SATURATED */
 	uint32		unused;			/* zero */
-	AmqIndexGen gens[AMQ_PAGED_MAX_GENS];
+	AmqIndexGen gens[AMQ_INDEX_MAX_GENS];
 } AmqIndexMeta;
 
 /* A data page's own header, after the standard page header. */
@@ -107,11 +131,11 @@ typedef struct AmqIndexPageHeader
 	uint32		magic;
 	uint16		gen;			/* the generation the page belongs to */
 	uint16		flags;			/* zero */
-	uint32		nset;			/* bits set on the page */
+	amq_rt_page table;			/* its table's counts and flags */
 } AmqIndexPageHeader;
 
 StaticAssertDecl(MAXALIGN(SizeOfPageHeaderData) + sizeof(AmqIndexPageHeader) <=
-				 AMQ_INDEX_BLOCKS_OFFSET, "page header overlaps the blocks");
+				 AMQ_INDEX_SLOTS_OFFSET, "page header overlaps the slots");
 StaticAssertDecl(MAXALIGN(SizeOfPageHeaderData) + sizeof(AmqIndexMeta) <= BLCKSZ,
 				 "metapage too large");
 
@@ -119,8 +143,8 @@ StaticAssertDecl(MAXALIGN(SizeOfPageHeaderData) + sizeof(AmqIndexMeta) <= BLCKSZ
 	((AmqIndexMeta *) PageGetContents(page))
 #define AmqIndexPageGetHeader(page) \
 	((AmqIndexPageHeader *) PageGetContents(page))
-#define AmqIndexPageGetBlock(page, i) \
-	((uint8 *) (page) + AMQ_INDEX_BLOCKS_OFFSET + (Size) (i) * AMQ_BLOCK_BYTES)
+#define AmqIndexPageGetSlots(page) \
+	((uint32 *) ((char *) (page) + AMQ_INDEX_SLOTS_OFFSET))
 
 /* The reloptions of an index. */
 typedef struct AmqIndexOptions
@@ -128,6 +152,7 @@ typedef struct AmqIndexOptions
 	int32		vl_len_;		/* varlena header (do not touch directly!) */
 	double		false_positive_rate;
 	int			max_generations;
+	int			pages_per_range;	/* 0: chosen from the table's size */
 } AmqIndexOptions;
 
 /*
@@ -158,11 +183,10 @@ extern void amq_index_check_meta(Relation index, Page page, const AmqIndexMeta *
 extern void amq_index_check_data_page(Relation index, Page page,
 									  BlockNumber blkno, uint32 gen);
 extern void amq_index_read_meta(Relation index, AmqIndexMeta *meta);
-extern void amq_index_gen_from_geometry(AmqIndexGen *gen, BlockNumber first,
-										const amq_paged_gen *g);
-extern void amq_index_geometry(const AmqIndexGen *gen, amq_paged_gen *g);
+extern void amq_index_geometry(const AmqIndexMeta *meta, amq_rt_geom *geom);
 extern double amq_index_option_fpr(Relation index);
 extern int	amq_index_option_max_gens(Relation index);
+extern int	amq_index_option_pages_per_range(Relation index);
 extern bool amq_index_columns_readable(Relation index, Oid userid);
 
 /* filter_index_build.c */
@@ -174,12 +198,18 @@ extern uint64 amq_index_seed(void);
 extern bool amq_index_hasher_init(AmqIndexHasher *hasher, Relation index,
 								  Oid type, MemoryContext cxt);
 extern uint64 amq_index_hash(const AmqIndexHasher *hasher, uint64 seed, Datum value);
+extern void amq_index_locate(const AmqIndexMeta *meta, const amq_rt_geom *geom,
+							 uint32 gen, uint64 hash, uint32 *page, amq_rt_key *key);
+extern uint32 amq_index_range_of(const amq_rt_geom *geom, const AmqIndexGen *g,
+								 BlockNumber blkno);
+extern uint32 amq_index_pages_per_range(Relation index, const amq_rt_geom *geom,
+										BlockNumber heap_blocks, uint32 at_least);
 extern void amq_index_write_new_page(Relation index, BlockNumber expected,
 									 Page contents);
 extern void amq_index_write_empty_gen(Relation index, BlockNumber first,
 									  const AmqIndexGen *g, uint16 gen);
-extern void amq_index_size_gen(Relation index, uint64 capacity, double p,
-							   unsigned gen, BlockNumber first, AmqIndexGen *out);
+extern bool amq_index_size_gen(uint64 capacity, BlockNumber first,
+							   uint32 pages_per_range, AmqIndexGen *out);
 
 /* filter_index_insert.c */
 extern bool amq_index_insert(Relation index, Datum *values, bool *isnull,
@@ -192,12 +222,27 @@ extern bool amq_index_insert(Relation index, Datum *values, bool *isnull,
 extern void amq_index_flush(Oid indexoid);
 
 /* filter_index_scan.c */
+
+/*
+ * Where a probe says a value may be: a list of block ranges of the table
+ * (first block, blocks), or everywhere.
+ */
+typedef struct AmqIndexRanges
+{
+	bool		everywhere;
+	int			n;
+	int			room;
+	BlockNumber *first;
+	uint32	   *len;
+} AmqIndexRanges;
+
 extern bool amq_index_may_contain(Relation index, const AmqIndexMeta *meta,
 								  uint64 hash);
-extern bool amq_index_may_contain_any(Relation index, const AmqIndexMeta *meta,
-									  const AmqIndexHasher *hasher,
-									  ArrayType *array);
-
+extern void amq_index_probe(Relation index, const AmqIndexMeta *meta,
+							uint64 hash, AmqIndexRanges *out);
+extern void amq_index_probe_array(Relation index, const AmqIndexMeta *meta,
+								  const AmqIndexHasher *hasher,
+								  ArrayType *array, AmqIndexRanges *out);
 extern IndexScanDesc amq_index_beginscan(Relation index, int nkeys, int norderbys);
 extern void amq_index_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 							 ScanKey orderbys, int norderbys);

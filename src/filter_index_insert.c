@@ -5,10 +5,10 @@
  * What an insert must guarantee: a row is found through the index by every
  * scan that can see the row.  Other transactions see a row only once its
  * transaction commits, and this backend's own later statements see it at
- * once.  So an insert need not set the key's bits when the row is
+ * once.  So an insert need not write the key's entry when the row is
  * inserted, only before any scan that could see the row: aminsert adds the
- * key's hash to a backend-local batch of its index, and the batch is
- * written (flushed)
+ * key's hash and the row's block to a backend-local batch of its index, and
+ * the batch is written (flushed)
  *
  *	- when it is full;
  *	- at the start of every executor run in this backend (ExecutorStart),
@@ -20,18 +20,19 @@
  *	- before the transaction commits or prepares (PRE_COMMIT, PRE_PREPARE):
  *	  its WAL then precedes the commit record, so crash recovery and a
  *	  standby redo the bits before the rows become visible.
- * A batch left by an aborted (sub)transaction is written or dropped: bits
- * of keys whose rows are gone only add "maybe"s.
+ * A batch left by an aborted (sub)transaction is written or dropped:
+ * entries of keys whose rows are gone only add "maybe"s.
  *
  * Why: each change to a page is a generic WAL record, which compares the
  * whole page with its copy to find what changed (several microseconds).
  * One record per row made a COPY five times slower; a batch sorted by page
  * makes one record per page for all the keys that page takes, and skips
- * keys whose bits are all set already (duplicates) without writing at all.
+ * keys whose entries are there already (duplicates: more rows of a value
+ * in the same range) without writing at all.
  *
- * Growth.  A generation is full when the keys that set a bit in it (its
- * count, in the metapage) reach its capacity.  A batch that set bits for
- * COUNT_UNIT keys or more adds them; a smaller one adds COUNT_UNIT with
+ * Growth.  A generation is full when the entries added to it (its count,
+ * in the metapage) reach its capacity.  A batch that added COUNT_UNIT
+ * entries or more adds them; a smaller one adds COUNT_UNIT with
  * probability added / COUNT_UNIT, so that the count stays right on
  * average (its relative error at a capacity C about sqrt(COUNT_UNIT / C):
  * 12% at the least capacity, 4,096) while a one-row transaction writes
@@ -45,12 +46,16 @@
  * which the next growth skips).  The number of keys decides, never which
  * page they fall on: keys crafted to crowd one page grow the index no more
  * than any others (and, the seed being the index's own secret, cannot be
- * crafted anyway).
+ * crafted anyway); a page they fill answers "everywhere" for its keys
+ * (core/amq_range_table.h), which costs their lookups a scan of the table
+ * and nobody a write.  A new generation numbers ranges of
+ * amq_index_pages_per_range blocks, enough for the largest block its batch
+ * wrote with room to grow.
  *
  * A write never fails for want of room.  An index that cannot grow (at its
  * max_generations, or at the size limit) puts every key in its newest
- * generation past its capacity: it answers "maybe" more often, never "no"
- * for a key it holds; the metapage records it (AMQ_INDEX_SATURATED,
+ * generation past its capacity: its pages fill and answer "everywhere",
+ * never "no" for a key it holds; the metapage records it (AMQ_INDEX_SATURATED,
  * reported by amqfilter_index_info) and a WARNING says REINDEX, once per
  * backend and index.
  *
@@ -81,7 +86,7 @@
 #include "filter_index.h"
 
 /*
- * Keys all batches of a backend hold before the largest is written (4 MB):
+ * Keys all batches of a backend hold before the largest is written (8 MB):
  * a batch touches about every page of a generation, and each page it
  * touches costs a WAL record of about the page, so the larger a batch, the
  * more keys share each page's record, and the less WAL a load writes.
@@ -92,12 +97,19 @@
 /* keys a smaller batch's count is rounded to, at random (see above) */
 #define COUNT_UNIT		64
 
+/* A key of a batch: its hash, and the block of its row. */
+typedef struct BatchKey
+{
+	uint64		hash;
+	BlockNumber blkno;
+} BatchKey;
+
 typedef struct Batch
 {
 	Oid			indexoid;
 	int			nkeys;
 	int			room;			/* keys allocated */
-	uint64	   *keys;			/* in TopMemoryContext */
+	BatchKey   *keys;			/* in TopMemoryContext */
 } Batch;
 
 static Batch batches[MAX_BATCHES];
@@ -137,15 +149,16 @@ warn_saturated(Relation index)
 
 /*
  * Gets a generation newer than the copy has, or adds one, with room for at
- * least want values: AMQ_PAGED_GROWTH times the newest one's capacity, or
+ * least want entries: AMQ_INDEX_GROWTH times the newest one's capacity, or
  * room for want with the build's headroom, if that is more (a batch far
  * larger than a young index's newest generation, as in a COPY into a table
  * that was empty at the build, skips the generations it would fill at
- * once).  Refreshes the copy.  False if the index cannot grow: it is at its
- * max_generations, or the generation would pass the size limit.
+ * once), numbering ranges up to block max_blkno with room to grow.
+ * Refreshes the copy.  False if the index cannot grow: it is at its
+ * max_generations, or the generation would pass the largest block number.
  */
 static bool
-grow(Relation index, AmqIndexMeta *copy, uint64 want)
+grow(Relation index, AmqIndexMeta *copy, uint64 want, BlockNumber max_blkno)
 {
 	Buffer		metabuf = ReadBuffer(index, AMQ_INDEX_METAPAGE);
 	Page		metapage;
@@ -154,8 +167,8 @@ grow(Relation index, AmqIndexMeta *copy, uint64 want)
 	GenericXLogState *state;
 	BlockNumber first;
 	uint64		capacity;
-	amq_paged_gen geometry;
-	amq_status	status;
+	amq_rt_geom geom;
+	uint32		ppr;
 
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	metapage = BufferGetPage(metabuf);
@@ -168,25 +181,25 @@ grow(Relation index, AmqIndexMeta *copy, uint64 want)
 		return true;
 	}
 	if ((int) meta->ngens >= amq_index_option_max_gens(index) ||
-		meta->ngens >= AMQ_PAGED_MAX_GENS)
+		meta->ngens >= AMQ_INDEX_MAX_GENS)
 	{
 		UnlockReleaseBuffer(metabuf);
 		return false;
 	}
 
-	capacity = Max(meta->gens[meta->ngens - 1].capacity * AMQ_PAGED_GROWTH,
+	amq_index_geometry(meta, &geom);
+	capacity = Max(meta->gens[meta->ngens - 1].capacity * AMQ_INDEX_GROWTH,
 				   (uint64) ceil((double) want * AMQ_INDEX_HEADROOM));
+	ppr = amq_index_pages_per_range(index, &geom, max_blkno + 1,
+									meta->gens[meta->ngens - 1].pages_per_range);
 	LockRelationForExtension(index, ExclusiveLock);
 	first = RelationGetNumberOfBlocks(index);
-	status = amq_paged_size(capacity, meta->p, meta->ngens, AMQ_INDEX_BLOCKS_PER_PAGE,
-							MaxBlockNumber - first, &geometry);
-	if (status != AMQ_OK)
+	if (!amq_index_size_gen(capacity, first, ppr, &gen))
 	{
 		UnlockRelationForExtension(index, ExclusiveLock);
 		UnlockReleaseBuffer(metabuf);
 		return false;
 	}
-	amq_index_gen_from_geometry(&gen, first, &geometry);
 	amq_index_write_empty_gen(index, first, &gen, (uint16) meta->ngens);
 	UnlockRelationForExtension(index, ExclusiveLock);
 
@@ -206,7 +219,7 @@ grow(Relation index, AmqIndexMeta *copy, uint64 want)
  * Refreshes the copy's count.
  */
 static void
-add_count(Relation index, AmqIndexMeta *copy, uint32 i, uint64 added,
+add_count(Relation index, AmqIndexMeta *copy, uint32 i, int64 added,
 		  bool saturated)
 {
 	Buffer		metabuf;
@@ -222,7 +235,10 @@ add_count(Relation index, AmqIndexMeta *copy, uint32 i, uint64 added,
 	amq_index_check_meta(index, metapage, AmqIndexPageGetMeta(metapage));
 	state = GenericXLogStart(index);
 	meta = AmqIndexPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
-	meta->gens[i].count += added;
+	if (added >= 0 || meta->gens[i].count >= (uint64) -added)
+		meta->gens[i].count += added;
+	else
+		meta->gens[i].count = 0;	/* a key's entries became one */
 	if (saturated)
 		meta->flags |= AMQ_INDEX_SATURATED;
 	copy->gens[i].count = meta->gens[i].count;
@@ -230,12 +246,12 @@ add_count(Relation index, AmqIndexMeta *copy, uint32 i, uint64 added,
 	UnlockReleaseBuffer(metabuf);
 }
 
-/* A key and where it goes in the newest generation. */
+/* A key and where it goes in a generation. */
 typedef struct Placed
 {
 	uint32		page;
-	uint32		block;
-	uint64		hash;
+	uint32		range;
+	amq_rt_key	key;
 } Placed;
 
 /* Orders keys by page, in O(n + pages): a counting sort into out. */
@@ -255,64 +271,94 @@ sort_by_page(const Placed *keys, int n, uint32 npages, Placed *out)
 	pfree(start);
 }
 
+/* True if the page holds every one of the keys' entries already. */
+static bool
+holds_all(const amq_rt_geom *geom, Page page, const Placed *keys, int nkeys)
+{
+	AmqIndexPageHeader *hdr = AmqIndexPageGetHeader(page);
+	uint32		ranges[AMQ_RT_MAX_RANGES + AMQ_RT_STASH_SLOTS + 8];
+	int			i;
+
+	for (i = 0; i < nkeys; i++)
+	{
+		int			n = amq_rt_lookup(geom, &hdr->table, AmqIndexPageGetSlots(page),
+									  keys[i].key, ranges, lengthof(ranges));
+		int			j;
+
+		if (n < 0)
+			continue;			/* "everywhere" holds every range */
+		for (j = 0; j < n && j < (int) lengthof(ranges); j++)
+			if (ranges[j] == keys[i].range)
+				break;
+		if (j == n || j == (int) lengthof(ranges))
+			return false;
+	}
+	return true;
+}
+
 /*
- * Sets the bits of the keys on one page of generation gen: one WAL record
- * for all of them, none if every key is there already.  Returns how many
- * keys set a bit.  The page is checked before it is changed.
+ * Writes the entries of the keys on one page of generation gen: one WAL
+ * record for all of them, none if every entry is there already.  Returns
+ * the change in the page's entries.  The page is checked before it is
+ * changed.
  */
 static int
-write_page(Relation index, const AmqIndexGen *g, uint32 gen, const Placed *keys,
-		   int nkeys)
+write_page(Relation index, const amq_rt_geom *geom, const AmqIndexGen *g,
+		   uint32 gen, const Placed *keys, int nkeys)
 {
 	BlockNumber blkno = g->first + keys[0].page;
 	Buffer		buf = ReadBuffer(index, blkno);
 	Page		page;
-	GenericXLogState *state = NULL;
+	GenericXLogState *state;
+	AmqIndexPageHeader *hdr;
 	int			added = 0;
 	int			i;
 
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	page = BufferGetPage(buf);
 	amq_index_check_data_page(index, page, blkno, gen);
+	if (holds_all(geom, page, keys, nkeys))
+	{
+		UnlockReleaseBuffer(buf);
+		return 0;
+	}
+	state = GenericXLogStart(index);
+	page = GenericXLogRegisterBuffer(state, buf, 0);
+	amq_index_page_make_whole(page);
+	hdr = AmqIndexPageGetHeader(page);
 	for (i = 0; i < nkeys; i++)
 	{
-		uint64		h2 = amq_fmix64(keys[i].hash);
+		int			delta;
 
-		if (amq_block_test(AmqIndexPageGetBlock(page, keys[i].block), h2, g->hashes))
-			continue;			/* nothing to set */
-		if (state == NULL)
-		{
-			state = GenericXLogStart(index);
-			page = GenericXLogRegisterBuffer(state, buf, 0);
-			amq_index_page_make_whole(page);
-		}
-		AmqIndexPageGetHeader(page)->nset +=
-			amq_block_set(AmqIndexPageGetBlock(page, keys[i].block), h2, g->hashes);
-		added++;
+		amq_rt_insert(geom, &hdr->table, AmqIndexPageGetSlots(page), keys[i].key,
+					  keys[i].range, &delta);
+		added += delta;
 	}
-	if (state != NULL)
-		GenericXLogFinish(state);
+	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buf);
 	return added;
 }
 
 /*
- * Sets the bits of n keys in generation gen of the copy, page by page;
- * returns how many set a bit.
+ * Writes the entries of n keys in generation gen of the copy, page by
+ * page; returns the change in its entries.
  */
-static uint64
-write_gen(Relation index, const AmqIndexMeta *meta, uint32 gen, Placed *keys,
-		  Placed *sorted, int n)
+static int64
+write_gen(Relation index, const AmqIndexMeta *meta, uint32 gen,
+		  const BatchKey *batch, Placed *keys, Placed *sorted, int n)
 {
 	const AmqIndexGen *g = &meta->gens[gen];
-	amq_paged_gen geometry;
-	uint64		added = 0;
+	amq_rt_geom geom;
+	int64		added = 0;
 	int			start;
 	int			i;
 
-	amq_index_geometry(g, &geometry);
+	amq_index_geometry(meta, &geom);
 	for (i = 0; i < n; i++)
-		amq_paged_locate(&geometry, keys[i].hash, &keys[i].page, &keys[i].block);
+	{
+		amq_index_locate(meta, &geom, gen, batch[i].hash, &keys[i].page, &keys[i].key);
+		keys[i].range = amq_index_range_of(&geom, g, batch[i].blkno);
+	}
 	sort_by_page(keys, n, g->npages, sorted);
 	for (start = 0; start < n;)
 	{
@@ -321,29 +367,30 @@ write_gen(Relation index, const AmqIndexMeta *meta, uint32 gen, Placed *keys,
 		CHECK_FOR_INTERRUPTS();
 		while (end < n && sorted[end].page == sorted[start].page)
 			end++;
-		added += write_page(index, g, gen, sorted + start, end - start);
+		added += write_page(index, &geom, g, gen, sorted + start, end - start);
 		start = end;
 	}
 	return added;
 }
 
 /*
- * Sets the bits of every key in the index's newest generation.  A batch
- * larger than the room left there fills the room and puts the rest in a
- * new generation sized for it; an index that cannot grow takes every key
- * in its newest generation, past its capacity.
+ * Writes the entries of every key in the index's newest generation.  A
+ * batch larger than the room left there fills the room and puts the rest
+ * in a new generation sized for it; an index that cannot grow takes every
+ * key in its newest generation, past its capacity.
  */
 static void
-write_keys(Relation index, uint64 *hashes, int nkeys)
+write_keys(Relation index, const BatchKey *batch, int nkeys)
 {
 	AmqIndexMeta meta;
 	Placed	   *keys = palloc(sizeof(Placed) * nkeys);
 	Placed	   *sorted = palloc(sizeof(Placed) * nkeys);
+	BlockNumber max_blkno = 0;
 	int			done = 0;
 	int			i;
 
 	for (i = 0; i < nkeys; i++)
-		keys[i].hash = hashes[i];
+		max_blkno = Max(max_blkno, batch[i].blkno);
 	amq_index_read_meta(index, &meta);
 	while (done < nkeys)
 	{
@@ -352,20 +399,20 @@ write_keys(Relation index, uint64 *hashes, int nkeys)
 		uint64		room = g->count < g->capacity ? g->capacity - g->count : 0;
 		int			take = nkeys - done;
 		bool		saturated = false;
-		uint64		added;
+		int64		added;
 
 		if ((uint64) take > room)
 		{
 			if (room > 0)
 				take = (int) room;
-			else if (grow(index, &meta, (uint64) take))
+			else if (grow(index, &meta, (uint64) take, max_blkno))
 				continue;
 			else
 				saturated = true;	/* all of them, here, past capacity */
 		}
-		added = write_gen(index, &meta, newest, keys + done, sorted, take);
+		added = write_gen(index, &meta, newest, batch + done, keys, sorted, take);
 		if (added > 0 && added < COUNT_UNIT)
-			added = pg_prng_uint64_range(&pg_global_prng_state, 0, COUNT_UNIT - 1) < added
+			added = pg_prng_uint64_range(&pg_global_prng_state, 0, COUNT_UNIT - 1) < (uint64) added
 				? COUNT_UNIT : 0;
 		add_count(index, &meta, newest, added,
 				  saturated && !(meta.flags & AMQ_INDEX_SATURATED));
@@ -508,7 +555,7 @@ batch_of(Oid indexoid)
 
 /* Adds a key to a batch, writing the largest batch when all are full. */
 static void
-batch_add(Batch *b, uint64 hash)
+batch_add(Batch *b, uint64 hash, BlockNumber blkno)
 {
 	if (pending >= BATCH_BUDGET)
 	{
@@ -525,11 +572,13 @@ batch_add(Batch *b, uint64 hash)
 		int			room = b->room == 0 ? 1024 : b->room * 2;
 
 		b->keys = b->keys == NULL
-			? MemoryContextAlloc(TopMemoryContext, sizeof(uint64) * room)
-			: repalloc(b->keys, sizeof(uint64) * room);
+			? MemoryContextAlloc(TopMemoryContext, sizeof(BatchKey) * room)
+			: repalloc(b->keys, sizeof(BatchKey) * room);
 		b->room = room;
 	}
-	b->keys[b->nkeys++] = hash;
+	b->keys[b->nkeys].hash = hash;
+	b->keys[b->nkeys].blkno = blkno;
+	b->nkeys++;
 	pending++;
 }
 
@@ -568,6 +617,7 @@ amq_index_insert(Relation index, Datum *values, bool *isnull,
 		indexInfo->ii_AmCache = cache;
 	}
 	b = batch_of(RelationGetRelid(index));
-	batch_add(b, amq_index_hash(&cache->hasher, cache->seed, values[0]));
+	batch_add(b, amq_index_hash(&cache->hasher, cache->seed, values[0]),
+			  ItemPointerGetBlockNumber(ht_ctid));
 	return false;
 }

@@ -3,29 +3,31 @@
  *		Probing an amqfilter index: bitmap scans, and the planner's cost
  *		estimate, which probes too when the value is known.
  *
- * A scan answers for the whole table at once.  Its keys are "column =
- * value" and "column = ANY (array)"; when every key says "maybe" for some
- * value, the bitmap gets every page of the table, lossy, and the heap scan
- * rechecks each row; when one says "no" for all its values, the bitmap
- * stays empty and the table is not read.  A probe reads the metapage and
- * one page per generation.
+ * A scan's keys are "column = value" and "column = ANY (array)".  A probe
+ * of a value reads the metapage and one page per generation, and returns
+ * the block ranges whose rows may hold it (or "everywhere": a value in too
+ * many ranges, or on a page out of room); the bitmap gets those blocks,
+ * lossy, and the heap scan rechecks each of their rows.  A value in no
+ * range leaves the bitmap empty: the table is not read.  Keys are ANDed:
+ * the smallest set of blocks any key gives is enough.
  *
  * Values of another type of the column's operator family (an int4 with an
  * int8 column) are hashed with their own type's support function: within
  * a family, equal values hash alike (the rule hash operator families obey).
  *
- * Cost.  What a scan costs depends on one thing the planner does not know:
- * whether the filter says "maybe".  With a constant value the estimate
- * probes the index (as btree's estimates read the index for the actual
- * range of a column), unless row security or a security barrier stands
- * between the role and the table (may_probe_clause): "no" costs the probe, "maybe" the probe and every
- * page of the table, so the planner then prefers a plain scan.  With a value
- * known only at run time (a parameter of a generic plan, the outer row of a
- * nested loop) the estimate is the chance that the table holds the value:
- * for a partition, the share of the partitioned table's distinct values
- * that it holds (from both tables' statistics), plus the index's rate of
- * false "maybe"s; for any other table, 1, as PostgreSQL's own equality
- * estimate assumes the value is there.
+ * Cost.  A scan reads the blocks of the ranges the probe returns.  With a
+ * constant value the estimate probes the index (as btree's estimates read
+ * the index for the actual range of a column), unless row security or a
+ * security barrier stands between the role and the table
+ * (may_probe_clause): it costs the blocks the probe returns, none for a
+ * value the index rules out.  With a value known only at run time (a
+ * parameter of a generic plan, the outer row of a nested loop), or no
+ * probe, it costs the blocks of the rows the column's statistics expect for
+ * a value, each in a range of its own, times the chance that the table
+ * holds the value: for a partition, the share of the partitioned table's
+ * distinct values that it holds (from both tables' statistics); for any
+ * other table, 1, as PostgreSQL's own equality estimate assumes the value
+ * is there.
  */
 #include "postgres.h"
 
@@ -37,16 +39,17 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "nodes/tidbitmap.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
 #include "parser/parse_coerce.h"
+#include "parser/parsetree.h"
 #include "storage/bufmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
-#include "optimizer/pathnode.h"
-#include "parser/parsetree.h"
 #include "utils/selfuncs.h"
 #include "utils/spccache.h"
 #include "utils/syscache.h"
@@ -55,34 +58,73 @@
 #include "amqfilter.h"
 #include "filter_index.h"
 
+/* Adds blocks first .. first + len - 1 to a set of ranges. */
+static void
+ranges_add(AmqIndexRanges *r, BlockNumber first, uint32 len)
+{
+	if (r->n == r->room)
+	{
+		r->room = r->room == 0 ? 16 : r->room * 2;
+		r->first = r->first == NULL ? palloc(sizeof(BlockNumber) * r->room)
+			: repalloc(r->first, sizeof(BlockNumber) * r->room);
+		r->len = r->len == NULL ? palloc(sizeof(uint32) * r->room)
+			: repalloc(r->len, sizeof(uint32) * r->room);
+	}
+	r->first[r->n] = first;
+	r->len[r->n] = len;
+	r->n++;
+}
+
+/* Blocks a set of ranges holds (overlaps counted twice), at most cap. */
+static double
+ranges_blocks(const AmqIndexRanges *r, double cap)
+{
+	double		blocks = 0.0;
+	int			i;
+
+	if (r->everywhere)
+		return cap;
+	for (i = 0; i < r->n; i++)
+		blocks += r->len[i];
+	return Min(blocks, cap);
+}
+
+/* Reads page pg of generation gen, share-locked and checked. */
+static Buffer
+read_gen_page(Relation index, const AmqIndexGen *g, uint32 gen, uint32 pg)
+{
+	Buffer		buf = ReadBuffer(index, g->first + pg);
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	amq_index_check_data_page(index, BufferGetPage(buf), g->first + pg, gen);
+	return buf;
+}
+
 /*
  * True if some generation of the index may hold the key ("maybe"), false
  * if none does.  meta is a copy of the metapage read after the caller's
- * snapshot was taken (see filter_index_build.c on why that is enough).
+ * snapshot was taken (see filter_index_insert.c on why that is enough).
  */
 bool
 amq_index_may_contain(Relation index, const AmqIndexMeta *meta, uint64 hash)
 {
-	uint64		h2 = amq_fmix64(hash);
+	amq_rt_geom geom;
 	uint32		i;
 
+	amq_index_geometry(meta, &geom);
 	for (i = 0; i < meta->ngens; i++)
 	{
-		const AmqIndexGen *g = &meta->gens[i];
-		amq_paged_gen geometry;
 		uint32		pg;
-		uint32		block;
+		amq_rt_key	key;
 		Buffer		buf;
 		Page		page;
 		bool		found;
 
-		amq_index_geometry(g, &geometry);
-		amq_paged_locate(&geometry, hash, &pg, &block);
-		buf = ReadBuffer(index, g->first + pg);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		amq_index_locate(meta, &geom, i, hash, &pg, &key);
+		buf = read_gen_page(index, &meta->gens[i], i, pg);
 		page = BufferGetPage(buf);
-		amq_index_check_data_page(index, page, g->first + pg, i);
-		found = amq_block_test(AmqIndexPageGetBlock(page, block), h2, g->hashes);
+		found = amq_rt_may_contain(&geom, &AmqIndexPageGetHeader(page)->table,
+								   AmqIndexPageGetSlots(page), key);
 		UnlockReleaseBuffer(buf);
 		if (found)
 			return true;
@@ -91,12 +133,50 @@ amq_index_may_contain(Relation index, const AmqIndexMeta *meta, uint64 hash)
 }
 
 /*
- * True if the index may hold some non-null element of the array, hashed
- * as its element type is.
+ * Adds to out the block ranges of the table that may hold the key, or sets
+ * out->everywhere.
  */
-bool
-amq_index_may_contain_any(Relation index, const AmqIndexMeta *meta,
-						  const AmqIndexHasher *hasher, ArrayType *array)
+void
+amq_index_probe(Relation index, const AmqIndexMeta *meta, uint64 hash,
+				AmqIndexRanges *out)
+{
+	amq_rt_geom geom;
+	uint32		i;
+
+	amq_index_geometry(meta, &geom);
+	for (i = 0; i < meta->ngens && !out->everywhere; i++)
+	{
+		const AmqIndexGen *g = &meta->gens[i];
+		uint32		ranges[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
+		uint32		pg;
+		amq_rt_key	key;
+		Buffer		buf;
+		Page		page;
+		int			n;
+		int			j;
+
+		amq_index_locate(meta, &geom, i, hash, &pg, &key);
+		buf = read_gen_page(index, g, i, pg);
+		page = BufferGetPage(buf);
+		n = amq_rt_lookup(&geom, &AmqIndexPageGetHeader(page)->table,
+						  AmqIndexPageGetSlots(page), key, ranges, lengthof(ranges));
+		UnlockReleaseBuffer(buf);
+		if (n < 0)
+			out->everywhere = true;
+		for (j = 0; j < n && j < (int) lengthof(ranges); j++)
+			ranges_add(out, (BlockNumber) ranges[j] * g->pages_per_range,
+					   g->pages_per_range);
+	}
+}
+
+/*
+ * Adds to out the block ranges that may hold some non-null element of the
+ * array, hashed as its element type is.
+ */
+void
+amq_index_probe_array(Relation index, const AmqIndexMeta *meta,
+					  const AmqIndexHasher *hasher, ArrayType *array,
+					  AmqIndexRanges *out)
 {
 	Oid			elemtype = ARR_ELEMTYPE(array);
 	int16		typlen;
@@ -110,11 +190,13 @@ amq_index_may_contain_any(Relation index, const AmqIndexMeta *meta,
 	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
 	deconstruct_array(array, elemtype, typlen, typbyval, typalign,
 					  &elems, &nulls, &n);
-	for (i = 0; i < n; i++)
-		if (!nulls[i] &&
-			amq_index_may_contain(index, meta, amq_index_hash(hasher, meta->seed, elems[i])))
-			return true;
-	return false;
+	for (i = 0; i < n && !out->everywhere; i++)
+	{
+		if ((i & 0xFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (!nulls[i])
+			amq_index_probe(index, meta, amq_index_hash(hasher, meta->seed, elems[i]), out);
+	}
 }
 
 /*
@@ -187,57 +269,91 @@ amq_index_endscan(IndexScanDesc scan)
 	pfree(scan->opaque);
 }
 
-/* True if the key may hold for some row: some value of it says "maybe". */
-static bool
-key_may_match(IndexScanDesc scan, const AmqIndexMeta *meta, ScanKey key)
+/* The block ranges that may hold rows matching a key. */
+static void
+key_ranges(IndexScanDesc scan, const AmqIndexMeta *meta, ScanKey key,
+		   AmqIndexRanges *out)
 {
 	Relation	index = scan->indexRelation;
 
 	if (key->sk_flags & SK_ISNULL)
-		return false;			/* "= NULL" holds for no row */
+		return;					/* "= NULL" holds for no row */
 	if (key->sk_flags & SK_SEARCHARRAY)
 	{
 		ArrayType  *array = DatumGetArrayTypeP(key->sk_argument);
 
-		return amq_index_may_contain_any(index, meta,
-										 scan_hasher(scan, ARR_ELEMTYPE(array)), array);
+		amq_index_probe_array(index, meta, scan_hasher(scan, ARR_ELEMTYPE(array)),
+							  array, out);
+		return;
 	}
-	return amq_index_may_contain(index, meta,
-								 amq_index_hash(scan_hasher(scan, key->sk_subtype),
-												meta->seed, key->sk_argument));
+	amq_index_probe(index, meta,
+					amq_index_hash(scan_hasher(scan, key->sk_subtype), meta->seed,
+								   key->sk_argument),
+					out);
 }
 
 int64
 amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
 	AmqIndexMeta meta;
-	Relation	heap;
-	BlockNumber nblocks;
-	BlockNumber blk;
+	AmqIndexRanges best;
+	int64		blocks = 0;
 	int			i;
 
 	/* this backend's own inserts first (filter_index_insert.c) */
 	amq_index_flush(RelationGetRelid(scan->indexRelation));
 	amq_index_read_meta(scan->indexRelation, &meta);
+	memset(&best, 0, sizeof(best));
+	best.everywhere = true;
 	for (i = 0; i < scan->numberOfKeys; i++)
-		if (!key_may_match(scan, &meta, &scan->keyData[i]))
-			return 0;
-
-	/*
-	 * "maybe": every page of the table, to be rechecked row by row.  A
-	 * bitmap scan is not given the table: open it (the query locked it).
-	 */
-	heap = table_open(scan->indexRelation->rd_index->indrelid, AccessShareLock);
-	nblocks = RelationGetNumberOfBlocks(heap);
-	table_close(heap, AccessShareLock);
-	for (blk = 0; blk < nblocks; blk++)
 	{
-		if ((blk & 0x3FF) == 0)
-			CHECK_FOR_INTERRUPTS();
-		tbm_add_page(tbm, blk);
+		AmqIndexRanges r;
+
+		memset(&r, 0, sizeof(r));
+		key_ranges(scan, &meta, &scan->keyData[i], &r);
+		if (!r.everywhere && r.n == 0)
+			return 0;			/* no row matches this key */
+		if (best.everywhere ||
+			(!r.everywhere && ranges_blocks(&r, 1e18) < ranges_blocks(&best, 1e18)))
+			best = r;
+	}
+
+	if (best.everywhere)
+	{
+		/*
+		 * Every page of the table, to be rechecked row by row.  A bitmap
+		 * scan is not given the table: open it (the query locked it).
+		 */
+		Relation	heap = table_open(scan->indexRelation->rd_index->indrelid,
+									  AccessShareLock);
+		BlockNumber nblocks = RelationGetNumberOfBlocks(heap);
+		BlockNumber blk;
+
+		table_close(heap, AccessShareLock);
+		for (blk = 0; blk < nblocks; blk++)
+		{
+			if ((blk & 0x3FF) == 0)
+				CHECK_FOR_INTERRUPTS();
+			tbm_add_page(tbm, blk);
+		}
+		blocks = nblocks;
+	}
+	else
+	{
+		/* blocks past the table's end are skipped by the heap scan */
+		for (i = 0; i < best.n; i++)
+		{
+			uint32		b;
+
+			for (b = 0; b < best.len[i]; b++)
+				tbm_add_page(tbm, best.first[i] + b);
+			blocks += best.len[i];
+			if ((i & 0xFF) == 0)
+				CHECK_FOR_INTERRUPTS();
+		}
 	}
 	/* as BRIN reports a lossy page: about ten rows each */
-	return (int64) nblocks * 10;
+	return blocks * 10;
 }
 
 /*
@@ -374,15 +490,22 @@ may_probe_clause(PlannerInfo *root, IndexOptInfo *index, Relation irel,
 }
 
 /*
- * The chance that one index clause says "maybe": probed when its value is
- * a constant and may_probe, estimated when not.
+ * The blocks of the table a scan with one index clause reads: those its
+ * probe returns when its value is a constant and may_probe; else those of
+ * the rows the statistics expect for a value, each in a range of its own,
+ * times the chance that the table holds the value.
  */
 static double
-clause_maybe(PlannerInfo *root, IndexOptInfo *index, Relation irel,
-			 const AmqIndexMeta *meta, Expr *clause, bool may_probe)
+clause_blocks(PlannerInfo *root, IndexOptInfo *index, Relation irel,
+			  const AmqIndexMeta *meta, RestrictInfo *rinfo, bool may_probe,
+			  double heap_blocks)
 {
+	Expr	   *clause = rinfo->clause;
+	const AmqIndexGen *newest = &meta->gens[meta->ngens - 1];
 	Node	   *indexkey;
 	Node	   *other;
+	Selectivity sel;
+	double		rows;
 
 	if (IsA(clause, OpExpr) && list_length(((OpExpr *) clause)->args) == 2)
 	{
@@ -395,7 +518,7 @@ clause_maybe(PlannerInfo *root, IndexOptInfo *index, Relation irel,
 		other = lsecond(((ScalarArrayOpExpr *) clause)->args);
 	}
 	else
-		return 1.0;
+		return heap_blocks;
 	if (IsA(indexkey, RelabelType))
 		indexkey = (Node *) ((RelabelType *) indexkey)->arg;
 
@@ -404,25 +527,36 @@ clause_maybe(PlannerInfo *root, IndexOptInfo *index, Relation irel,
 	{
 		Const	   *c = (Const *) other;
 		AmqIndexHasher hasher;
+		AmqIndexRanges r;
 
 		if (c->constisnull)
 			return 0.0;
+		memset(&r, 0, sizeof(r));
 		if (IsA(clause, ScalarArrayOpExpr))
 		{
 			ArrayType  *array = DatumGetArrayTypeP(c->constvalue);
 
 			if (!amq_index_hasher_init(&hasher, irel, ARR_ELEMTYPE(array),
 									   CurrentMemoryContext))
-				return 1.0;
-			return amq_index_may_contain_any(irel, meta, &hasher, array) ? 1.0 : 0.0;
+				return heap_blocks;
+			amq_index_probe_array(irel, meta, &hasher, array, &r);
 		}
-		if (!amq_index_hasher_init(&hasher, irel, c->consttype, CurrentMemoryContext))
-			return 1.0;
-		return amq_index_may_contain(irel, meta,
-									 amq_index_hash(&hasher, meta->seed, c->constvalue))
-			? 1.0 : 0.0;
+		else
+		{
+			if (!amq_index_hasher_init(&hasher, irel, c->consttype, CurrentMemoryContext))
+				return heap_blocks;
+			amq_index_probe(irel, meta, amq_index_hash(&hasher, meta->seed, c->constvalue),
+							&r);
+		}
+		return ranges_blocks(&r, heap_blocks);
 	}
-	return Min(1.0, runtime_presence(root, index, indexkey) + meta->p);
+
+	sel = clauselist_selectivity(root, list_make1(rinfo), index->rel->relid,
+								 JOIN_INNER, NULL);
+	rows = Max(sel * index->rel->tuples, 1.0);
+	return Min(heap_blocks,
+			   runtime_presence(root, index, indexkey) * rows * newest->pages_per_range +
+			   meta->p * newest->pages_per_range);
 }
 
 void
@@ -434,7 +568,9 @@ amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	IndexOptInfo *index = path->indexinfo;
 	Relation	irel;
 	AmqIndexMeta meta;
-	double		maybe = 1.0;
+	double		heap_blocks = Max(index->rel->pages, 1);
+	double		tuples = Max(index->rel->tuples, 1.0);
+	double		blocks = heap_blocks;
 	double		spc_random_page_cost;
 	double		pages;
 	int			nkeys = 0;
@@ -452,8 +588,9 @@ amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 		{
 			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
 
-			maybe = Min(maybe, clause_maybe(root, index, irel, &meta, rinfo->clause,
-											may_probe_clause(root, index, irel, rinfo)));
+			blocks = Min(blocks, clause_blocks(root, index, irel, &meta, rinfo,
+											   may_probe_clause(root, index, irel, rinfo),
+											   heap_blocks));
 			nkeys++;
 		}
 	}
@@ -465,8 +602,14 @@ amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	*indexStartupCost = pages * spc_random_page_cost +
 		Max(nkeys, 1) * meta.ngens * cpu_operator_cost;
 	*indexTotalCost = *indexStartupCost;
-	/* the share of the table's rows a scan returns: all of them, or none */
-	*indexSelectivity = maybe;
+
+	/*
+	 * The scan returns whole blocks, lossy: as many tuples as blocks make the
+	 * bitmap heap scan's estimate read that many blocks (its pages fetched
+	 * follow its tuples fetched while they are few), all of them for a scan
+	 * of the whole table.
+	 */
+	*indexSelectivity = blocks >= heap_blocks ? 1.0 : Min(1.0, blocks / tuples);
 	*indexCorrelation = 1.0;
 	*indexPages = pages;
 }

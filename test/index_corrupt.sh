@@ -10,7 +10,9 @@
 # hole) that page's pd_upper lowered, which the buffer manager's own check
 # lets pass (generic WAL trusts pd_lower and pd_upper to find a page's hole:
 # the first write to such a page used to memset a negative length, signal
-# 11, every session lost), a third its metapage zeroed.  After a restart, each path that reads or writes those
+# 11, every session lost), a third its metapage zeroed, and a fourth's metapage
+# says it is of format version 2 (the bloom filter of a whole table that a
+# pre-release wrote).  After a restart, each path that reads or writes those
 # pages (INSERT, COPY, a scan, bloom_index_contains, amqfilter_index_info)
 # fails with SQLSTATE XX002 (index_corrupted), the server keeps running (no
 # backend ended by a signal, no restart), and a REINDEX repairs the index.
@@ -54,6 +56,9 @@ q -c "CREATE EXTENSION amqfilter;
 	CREATE TABLE zeroed (k int8);
 	CREATE TABLE lowered (k int8);
 	CREATE TABLE nometa (k int8);
+	CREATE TABLE oldformat (k int8);
+	INSERT INTO oldformat SELECT g FROM generate_series(1, 2000) g;
+	CREATE INDEX oldformat_k ON oldformat USING amqfilter (k);
 	INSERT INTO zeroed SELECT g FROM generate_series(1, 20000) g;
 	INSERT INTO nometa SELECT g FROM generate_series(1, 20000) g;
 	CREATE INDEX zeroed_k ON zeroed USING amqfilter (k);
@@ -65,6 +70,7 @@ pages=$(q -c "SELECT pg_relation_size('zeroed_k') / 8192")
 zeroed_file=$DATA/$(q -c "SELECT pg_relation_filepath('zeroed_k')")
 lowered_file=$DATA/$(q -c "SELECT pg_relation_filepath('lowered_k')")
 nometa_file=$DATA/$(q -c "SELECT pg_relation_filepath('nometa_k')")
+oldformat_file=$DATA/$(q -c "SELECT pg_relation_filepath('oldformat_k')")
 
 as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$DATA" --mode=fast --wait stop >/dev/null
 # block 1 (a data page) all zeros
@@ -73,6 +79,8 @@ dd if=/dev/zero of="$zeroed_file" bs=8192 seek=1 count=1 conv=notrunc status=non
 printf '\x00\x10' | dd of="$lowered_file" bs=1 seek=$((8192 + 14)) conv=notrunc status=none
 # block 0, the metapage, all zeros
 dd if=/dev/zero of="$nometa_file" bs=8192 seek=0 count=1 conv=notrunc status=none
+# the metapage's version (bytes 28-31: after the page header and the magic) 2
+printf '\x02\x00\x00\x00' | dd of="$oldformat_file" bs=1 seek=28 conv=notrunc status=none
 as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$DATA" --log="$LOGFILE" --wait \
 	--timeout=60 start >/dev/null
 wait_until_ready
@@ -99,6 +107,13 @@ expect_state XX002 "nometa: INSERT" "INSERT INTO nometa VALUES (1)"
 expect_state XX002 "nometa: bloom_index_contains" "SELECT bloom_index_contains('nometa_k', 1::int8)"
 expect_state XX002 "nometa: amqfilter_index_info" "SELECT * FROM amqfilter_index_info('nometa_k')"
 expect_state XX002 "nometa: the planner's estimate" "EXPLAIN SELECT * FROM nometa WHERE k = 1"
+expect_state 0A000 "oldformat: INSERT" "INSERT INTO oldformat VALUES (1)"
+expect_state 0A000 "oldformat: bloom_index_contains" "SELECT bloom_index_contains('oldformat_k', 1::int8)"
+if "$PG_BIN/psql" -X -q -c "SELECT bloom_index_contains('oldformat_k', 1::int8)" 2>&1 | grep -q 'HINT:  REINDEX it'; then
+	pass "oldformat: the error says REINDEX"
+else
+	fail "oldformat: the error says REINDEX"
+fi
 
 if [ "$(head -n 1 "$DATA/postmaster.pid")" = "$postmaster_pid" ] \
 	&& ! grep -q 'terminated by signal\|was terminated\|all server processes terminated' "$LOGFILE"; then
@@ -108,8 +123,8 @@ else
 	grep -B2 -A5 'terminated' "$LOGFILE" | head -n 30
 fi
 
-q -c "REINDEX TABLE zeroed; REINDEX TABLE lowered; REINDEX TABLE nometa;"
-for index in zeroed lowered nometa; do
+q -c "REINDEX TABLE zeroed; REINDEX TABLE lowered; REINDEX TABLE nometa; REINDEX TABLE oldformat;"
+for index in zeroed lowered nometa oldformat; do
 	if q -c "INSERT INTO $index SELECT g FROM generate_series(50001, 52000) g" >/dev/null \
 		&& [ "$(q -c "SELECT count(*) FROM $index WHERE NOT bloom_index_contains('${index}_k', k)")" = 0 ]; then
 		pass "$index: after REINDEX, writes succeed and every key is found"

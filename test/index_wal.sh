@@ -100,8 +100,8 @@ if [ "$missed" = 0 ]; then
 else
 	fail "standby: every key inserted on the primary found through the index ($missed missed)"
 fi
-same=$(sb -c "SELECT generations, distinct_values FROM amqfilter_index_info('t_k')") || same=error
-if [ "$same" = "$(q -c "SELECT generations, distinct_values FROM amqfilter_index_info('t_k')")" ]; then
+same=$(sb -c "SELECT generations, entries FROM amqfilter_index_info('t_k')") || same=error
+if [ "$same" = "$(q -c "SELECT generations, entries FROM amqfilter_index_info('t_k')")" ]; then
 	pass "standby: the index has the primary's generations and fill ($same)"
 else
 	fail "standby: the index has the primary's generations and fill ($same)"

@@ -3,8 +3,7 @@
  *		One 512-bit block of the blocked bloom layout: which k bits of it a
  *		key sets (internal to the core).
  *
- * The blocked layout of the bloom format (docs/format.md) and the filter index
- * (amq_bloom_paged.h), which spreads blocks over pages, share this one
+ * The blocked layout of the bloom format (docs/format.md) has this one
  * definition: a key's k bit indexes in its block are 9-bit fields from the
  * top of h2 = fmix64(hash) and, past the seventh, of fmix64(h2 + j *
  * 0x9e3779b97f4a7c15), j = 1, 2, ... (splitmix64 seeded with h2), seven per

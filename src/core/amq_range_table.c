@@ -321,3 +321,32 @@ amq_rt_check(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slot
 	}
 	return used == page->nentries;
 }
+
+uint32_t
+amq_rt_count_everywhere(const amq_rt_geom *g, const amq_rt_page *page,
+						const uint32_t *slots)
+{
+	uint32_t	nslots = g->nbuckets * AMQ_RT_BUCKET_SLOTS + page->nstash;
+	uint32_t	everywhere = amq_rt_everywhere(g);
+	uint32_t	n = 0;
+	uint32_t	i;
+
+	for (i = 0; i < nslots; i++)
+		n += slots[i] != 0 && (slots[i] & everywhere) == everywhere;
+	return n;
+}
+
+double
+amq_rt_false_match_rate(const amq_rt_geom *g, const amq_rt_page *page)
+{
+	double		in_buckets;
+	double		compared;
+
+	if (page->flags & AMQ_RT_SATURATED)
+		return 1.0;
+	in_buckets = (double) (page->nentries - page->nstash) /
+		((double) g->nbuckets * AMQ_RT_BUCKET_SLOTS);
+	compared = 2.0 * AMQ_RT_BUCKET_SLOTS * in_buckets + page->nstash;
+	/* fingerprints are 1 .. 2^fp_bits - 1 */
+	return 1.0 - pow(1.0 - 1.0 / (double) ((UINT64_C(1) << g->fp_bits) - 1), compared);
+}

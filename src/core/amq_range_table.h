@@ -111,8 +111,8 @@ extern uint32_t amq_rt_fp_bits_for(double p, unsigned gens);
 extern amq_rt_key amq_rt_place(const amq_rt_geom *g, uint64_t mixed);
 
 /*
- * Adds (key, range) to a page; range < amq_rt_everywhere(g).  *delta is
- * the change in the page's entries.
+ * Adds (key, range) to a page; range <= amq_rt_everywhere(g) (which adds
+ * an "everywhere" entry).  *delta is the change in the page's entries.
  */
 extern amq_rt_result amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page,
 								   uint32_t *slots, amq_rt_key key,
@@ -130,6 +130,17 @@ extern int	amq_rt_lookup(const amq_rt_geom *g, const amq_rt_page *page,
 /* True if the page holds some entry of the key's fingerprint (or answers all). */
 extern bool amq_rt_may_contain(const amq_rt_geom *g, const amq_rt_page *page,
 							   const uint32_t *slots, amq_rt_key key);
+
+/* Entries of the page that say "everywhere". */
+extern uint32_t amq_rt_count_everywhere(const amq_rt_geom *g, const amq_rt_page *page,
+										const uint32_t *slots);
+
+/*
+ * The chance that a lookup of an absent key in the page matches some entry
+ * (1 for a saturated page): a key's buckets hold 8 x load entries on
+ * average, and the stash's are all compared.
+ */
+extern double amq_rt_false_match_rate(const amq_rt_geom *g, const amq_rt_page *page);
 
 /*
  * Checks a page's header read back from disk: what lookups and inserts
