@@ -134,6 +134,26 @@ place(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, uint32_t b,
 }
 
 /*
+ * The i-th of the slots a key's entries can be in: its first bucket's,
+ * its second's (none when both are one), then the stash's entries; 0 for
+ * an empty slot or none, and *more false past the last.
+ */
+static inline uint32_t
+key_slot(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slots,
+		 amq_rt_key key, uint32_t b2, int i, bool *more)
+{
+	*more = i < 2 * AMQ_RT_BUCKET_SLOTS + page->nstash;
+	if (!*more)
+		return 0;
+	if (i < AMQ_RT_BUCKET_SLOTS)
+		return slots[(size_t) key.bucket * AMQ_RT_BUCKET_SLOTS + i];
+	if (i < 2 * AMQ_RT_BUCKET_SLOTS)
+		return b2 == key.bucket ? 0 :
+			slots[(size_t) b2 * AMQ_RT_BUCKET_SLOTS + i - AMQ_RT_BUCKET_SLOTS];
+	return slots[(size_t) g->nbuckets * AMQ_RT_BUCKET_SLOTS + i - 2 * AMQ_RT_BUCKET_SLOTS];
+}
+
+/*
  * Visits the slots a key's entries can be in: its two buckets and the
  * stash.  Returns how many entries of fp there are; sets *exact if one is
  * (fp, range) or (fp, everywhere).
@@ -143,28 +163,16 @@ count_fp(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slots,
 		 amq_rt_key key, uint32_t range, bool *exact)
 {
 	uint32_t	b2 = alt_bucket(g, key.bucket, key.fp);
-	const uint32_t *stash = slots + (size_t) g->nbuckets * AMQ_RT_BUCKET_SLOTS;
 	uint32_t	everywhere = amq_rt_everywhere(g);
+	bool		more = true;
 	int			n = 0;
 	int			i;
 
 	*exact = false;
-	for (i = 0; i < 2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS; i++)
+	for (i = 0; more; i++)
 	{
-		uint32_t	e;
+		uint32_t	e = key_slot(g, page, slots, key, b2, i, &more);
 
-		if (i < AMQ_RT_BUCKET_SLOTS)
-			e = slots[(size_t) key.bucket * AMQ_RT_BUCKET_SLOTS + i];
-		else if (i < 2 * AMQ_RT_BUCKET_SLOTS)
-		{
-			if (b2 == key.bucket)
-				continue;
-			e = slots[(size_t) b2 * AMQ_RT_BUCKET_SLOTS + i - AMQ_RT_BUCKET_SLOTS];
-		}
-		else if (i - 2 * AMQ_RT_BUCKET_SLOTS < page->nstash)
-			e = stash[i - 2 * AMQ_RT_BUCKET_SLOTS];
-		else
-			break;
 		if (e == 0 || entry_fp(g, e) != key.fp)
 			continue;
 		n++;
@@ -257,34 +265,23 @@ amq_rt_lookup(const amq_rt_geom *g, const amq_rt_page *page,
 			  const uint32_t *slots, amq_rt_key key, uint32_t *ranges, int max)
 {
 	uint32_t	b2 = alt_bucket(g, key.bucket, key.fp);
-	const uint32_t *stash = slots + (size_t) g->nbuckets * AMQ_RT_BUCKET_SLOTS;
 	uint32_t	everywhere = amq_rt_everywhere(g);
-	uint32_t	shift = 32 - g->fp_bits;
+	bool		more = true;
 	int			n = 0;
 	int			i;
 
 	if (page->flags & AMQ_RT_SATURATED)
 		return -1;
-	for (i = 0; i < 2 * AMQ_RT_BUCKET_SLOTS + page->nstash; i++)
+	for (i = 0; more; i++)
 	{
-		uint32_t	e;
+		uint32_t	e = key_slot(g, page, slots, key, b2, i, &more);
 
-		if (i < AMQ_RT_BUCKET_SLOTS)
-			e = slots[(size_t) key.bucket * AMQ_RT_BUCKET_SLOTS + i];
-		else if (i < 2 * AMQ_RT_BUCKET_SLOTS)
-		{
-			if (b2 == key.bucket)
-				continue;
-			e = slots[(size_t) b2 * AMQ_RT_BUCKET_SLOTS + i - AMQ_RT_BUCKET_SLOTS];
-		}
-		else
-			e = stash[i - 2 * AMQ_RT_BUCKET_SLOTS];
-		if (e == 0 || (e >> shift) != key.fp)
+		if (e == 0 || entry_fp(g, e) != key.fp)
 			continue;
-		if ((e & everywhere) == everywhere)
+		if (entry_range(g, e) == everywhere)
 			return -1;
 		if (n < max)
-			ranges[n] = e & everywhere;
+			ranges[n] = entry_range(g, e);
 		n++;
 	}
 	return n;
