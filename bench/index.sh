@@ -280,7 +280,7 @@ mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 	echo "| present key, BRIN bloom / amqfilter | > 1 | $(ratio "${R[brin,present,simple]}" "${R[amqfilter,present,simple]}") |"
 	echo "| absent key, generic plans, no index / amqfilter | >= 100 | $(ratio "${R[none,absent,prepared]}" "${R[amqfilter,absent,prepared]}") |"
 	echo "| present key, generic plans, no index / amqfilter | >= 20 | $(ratio "${R[none,present,prepared]}" "${R[amqfilter,present,prepared]}") |"
-	echo "| btree size / amqfilter size | >= 8 | $(ratio "${R[btree,bytes]}" "${R[amqfilter,bytes]}") |"
+	echo "| btree size / amqfilter size | >= 4 | $(ratio "${R[btree,bytes]}" "${R[amqfilter,bytes]}") |"
 	echo "| COPY with amqfilter / without | <= 1.3 | $(ratio "${R[amqfilter,copy]}" "${R[none,copy]}") |"
 	echo "| nested loop with amqfilter / plain join without an index | < 1 | $(ratio "${R[amqfilter,join]}" "${R[none,join]}") |"
 	echo "| the same, 10 of the 100 customers with orders | < 1 | $(ratio "${R[amqfilter,rare]}" "${R[none,rare]}") |"
