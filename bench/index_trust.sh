@@ -51,20 +51,6 @@ start_cluster "jit = off" "statement_timeout = '${TIMEOUT_S}s'" \
 q() { run_psql -q -At "$@"; }
 q -c "CREATE EXTENSION amqfilter"
 
-# pgbench_stat tps|latency SECONDS SQL: transactions per second, or the
-# average latency in ms, of one pgbench client running SQL for SECONDS
-pgbench_stat() {
-	local file pattern
-	case $1 in
-		tps) pattern='s/^tps = \([0-9.]*\) .*/\1/p' ;;
-		latency) pattern='s/^latency average = \([0-9.]*\) ms$/\1/p' ;;
-	esac
-	file=$(mktemp /tmp/amqfilter-bench.XXXXXX.sql)
-	printf '%s\n' "$3" >"$file"
-	"$PG_BIN/pgbench" -n -T "$2" -f "$file" 2>&1 | sed -n "$pattern"
-	rm -f "$file"
-}
-
 declare -A R
 
 # insert: one-row transactions, each set-up in turn, twice, alternating
@@ -73,7 +59,7 @@ q -c "CREATE TABLE w_none (k int8);
 	CREATE TABLE w_btree (k int8); CREATE INDEX ON w_btree (k);
 	CREATE TABLE w_amq (k int8); CREATE INDEX w_amq_k ON w_amq USING amqfilter (k);"
 for setup in none btree amq none btree amq; do
-	tps=$(pgbench_stat tps "$SECONDS_EACH" \
+	tps=$(pgbench_stat tps simple "$SECONDS_EACH" \
 		"INSERT INTO w_$setup VALUES ((random() * 9e18)::int8);")
 	R[$setup,insert]="${R[$setup,insert]:-} $tps"
 done
@@ -106,7 +92,7 @@ log "lookup"
 q -c "CREATE TABLE l (k int8, pad text);
 	INSERT INTO l SELECT g * 7, 'x' FROM generate_series(1, 1000000) g;
 	CREATE INDEX l_k ON l USING amqfilter (k); ANALYZE l;"
-R[lookup]=$(pgbench_stat latency "$SECONDS_EACH" "SELECT * FROM l WHERE k = 3;")
+R[lookup]=$(pgbench_stat latency simple "$SECONDS_EACH" "SELECT * FROM l WHERE k = 3;")
 R[contains]=$(client_ms "SELECT count(*) FROM generate_series(1, 1000000) g WHERE bloom_index_contains('l_k', g::int8 * 7 + 1)")
 log "lookup: ${R[lookup]} ms; contains: ${R[contains]} ms"
 

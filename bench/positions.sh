@@ -61,12 +61,7 @@ q() { run_psql -q -At "$@"; }
 # pgbench_ms MODE SQL: the average latency of one client over SECONDS_EACH s;
 # SQL may use :r, a random row number.
 pgbench_ms() {
-	local file
-	file=$(mktemp /tmp/amqfilter-bench.XXXXXX.sql)
-	printf '\\set r random(1, %d)\n%s\n' "$ROWS" "$2" >"$file"
-	"$PG_BIN/pgbench" -n -M "$1" -T "$SECONDS_EACH" -f "$file" 2>&1 \
-		| sed -n 's/^latency average = \([0-9.]*\) ms$/\1/p'
-	rm -f "$file"
+	pgbench_stat latency "$1" "$SECONDS_EACH" "$(printf '\\set r random(1, %d)\n%s' "$ROWS" "$2")"
 }
 
 # heap_blocks SQL: the heap blocks it reads (shared buffers hit or read by

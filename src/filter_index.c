@@ -86,7 +86,7 @@ register_options(void)
 #endif
 		);
 	add_int_reloption(amq_relopt_kind, "max_generations",
-					  "Generations the index may grow to; past the last, it answers \"maybe\" more often instead of growing",
+					  "Generations the index may grow to; past the last, pages that fill answer \"everywhere\" instead of the index growing",
 					  AMQ_INDEX_DEFAULT_MAX_GENS, 1, AMQ_INDEX_MAX_GENS
 #if PG_VERSION_NUM >= 130000
 					  ,AccessExclusiveLock
@@ -290,9 +290,7 @@ amq_index_check_data_page(Relation index, Page page, BlockNumber blkno, uint32 g
 		ph->pd_upper != BLCKSZ || ph->pd_special != BLCKSZ)
 		page_corrupted(index, blkno, "The page's header is not one the index writes.");
 	/* the counts a lookup indexes by do not depend on the fingerprint bits */
-	geom.nbuckets = (AMQ_INDEX_SLOT_BYTES - AMQ_RT_STASH_SLOTS * sizeof(uint32)) /
-		(AMQ_RT_BUCKET_SLOTS * sizeof(uint32));
-	geom.fp_bits = AMQ_RT_MIN_FP_BITS;
+	amq_rt_geometry(AMQ_INDEX_SLOT_BYTES, AMQ_RT_MIN_FP_BITS, &geom);
 	if (hdr->magic != AMQ_INDEX_MAGIC || hdr->gen != gen || hdr->flags != 0 ||
 		!amq_rt_check_header(&geom, &hdr->table))
 		ereport(ERROR,

@@ -40,9 +40,9 @@
  * their rate: one more generic WAL record each).  The draw is the
  * server's, so keys cannot steer it.  A full generation makes the index
  * grow, under the metapage's exclusive lock: if another backend added a
- * generation meanwhile, the keys go there; else a new one, AMQ_PAGED_GROWTH times larger at a smaller share of the rate, is
- * written (pages first, each WAL-logged whole, then the metapage that
- * points at them; a crash between leaves unreferenced pages at the end,
+ * generation meanwhile, the keys go there; else a new one,
+ * AMQ_INDEX_GROWTH times larger, is written (pages first, each WAL-logged
+ * whole, then the metapage that points at them; a crash between leaves unreferenced pages at the end,
  * which the next growth skips).  The number of keys decides, never which
  * page they fall on: keys crafted to crowd one page grow the index no more
  * than any others (and, the seed being the index's own secret, cannot be
@@ -143,7 +143,7 @@ warn_saturated(Relation index)
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg("index \"%s\" holds more values than it was sized for and cannot grow",
 					RelationGetRelationName(index)),
-			 errdetail("It answers \"maybe\" for absent values more often than its false_positive_rate; every value it holds is still found."),
+			 errdetail("Its pages that run out of room answer \"everywhere\": lookups of their values read the whole table; every value it holds is still found."),
 			 errhint("REINDEX it (a REINDEX sizes it for the values the table holds), or raise its max_generations.")));
 }
 

@@ -164,8 +164,15 @@ amq_index_probe(Relation index, const AmqIndexMeta *meta, uint64 hash,
 		if (n < 0)
 			out->everywhere = true;
 		for (j = 0; j < n && j < (int) lengthof(ranges); j++)
-			ranges_add(out, (BlockNumber) ranges[j] * g->pages_per_range,
-					   g->pages_per_range);
+		{
+			uint64		first = (uint64) ranges[j] * g->pages_per_range;
+
+			/* no row's block maps past the last (an entry a page got wrong) */
+			if (first <= MaxBlockNumber)
+				ranges_add(out, (BlockNumber) first,
+						   (uint32) Min((uint64) g->pages_per_range,
+										(uint64) MaxBlockNumber + 1 - first));
+		}
 	}
 }
 

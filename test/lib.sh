@@ -33,6 +33,9 @@
 #   interleaved_ms [--client] RUNS SQL...
 #                        the median time of each SQL, measured side by side in rounds
 #   median [DECIMALS]    median of the numbers on standard input
+#   pgbench_stat tps|latency MODE SECONDS SCRIPT
+#                        one pgbench client running SCRIPT for SECONDS in query MODE:
+#                        its transactions per second, or average latency in ms
 #   foreign_scan_rows    rows the foreign scans returned, in the EXPLAIN ANALYZE
 #                        output on standard input
 #   pass MSG, fail MSG   print a check's verdict and count it (PASSES, FAILURES)
@@ -513,6 +516,23 @@ round_median() {
 round_ratio() {
 	awk -v a="$1" -v b="$2" '$(b + 1) > 0 { printf "%.6f\n", $(a + 1) / $(b + 1) }' \
 		| median "${3:-2}"
+}
+
+# pgbench_stat tps|latency MODE SECONDS SCRIPT: what one pgbench client running
+# the pgbench script SCRIPT (SQL, and \set lines) for SECONDS in query MODE
+# (simple, extended, prepared) reports: transactions per second, or the
+# average latency in ms.  Empty if pgbench failed.
+pgbench_stat() {
+	local file pattern
+	case $1 in
+		tps) pattern='s/^tps = \([0-9.]*\) .*/\1/p' ;;
+		latency) pattern='s/^latency average = \([0-9.]*\) ms$/\1/p' ;;
+		*) die "pgbench_stat: tps or latency, not $1" ;;
+	esac
+	file=$(mktemp /tmp/amqfilter-bench.XXXXXX.sql)
+	printf '%s\n' "$4" >"$file"
+	"$PG_BIN/pgbench" -n -M "$2" -T "$3" -f "$file" 2>&1 | sed -n "$pattern"
+	rm -f "$file"
 }
 
 # median [DECIMALS]: the median of the numbers on standard input, one a line, to
