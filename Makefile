@@ -29,7 +29,7 @@ GLUE_SRCS = src/amqfilter.c src/filter_cache.c src/filter_access.c src/hashing.c
 	src/bloom_type.c src/bloom_ops.c src/bloom_agg.c \
 	src/cuckoo_type.c src/cuckoo_ops.c src/cuckoo_agg.c src/partition_track.c \
 	src/filter_index.c src/filter_index_build.c src/filter_index_insert.c \
-	src/filter_index_scan.c \
+	src/filter_index_scan.c src/filter_index_skip.c src/filter_index_options.c \
 	src/partition_filter.c src/join_filter_plan.c src/join_filter_exec.c
 OBJS = $(CORE_SRCS:.c=.o) $(GLUE_SRCS:.c=.o)
 
@@ -39,7 +39,7 @@ REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 	cuckoo_parallel cuckoo_fpr identity collation_identity cuckoo_limits merge_once filter_equality \
 	slice_probe selectivity \
 	bloom_counting partition_filter partition_stale partition_security \
-	antijoin recipes filter_index index_trust index_ranges sizeless overfill join_filter safety probe_cache
+	antijoin recipes filter_index index_trust index_ranges index_skip sizeless overfill join_filter safety probe_cache
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 UNIT_TESTS = $(patsubst %.c,%,$(wildcard test/test_*.c))

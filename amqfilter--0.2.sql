@@ -1116,11 +1116,12 @@ CREATE FUNCTION amqfilter_index_info(index regclass,
 	OUT everywhere bigint, OUT pages_per_range integer, OUT ranges bigint,
 	OUT false_positive_rate double precision,
 	OUT target_false_positive_rate double precision,
-	OUT build_entries bigint, OUT saturated boolean)
-	RETURNS record
-	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT;
+	OUT build_entries bigint, OUT saturated boolean,
+	OUT partition_index regclass)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT ROWS 1;
 COMMENT ON FUNCTION amqfilter_index_info(regclass) IS
-	'an amqfilter index: its size, generations, entries (a value and a block range), those that say "everywhere", the table''s blocks per range and ranges, its rate of "maybe" for absent values now and its target, and whether a page or the index filled up (then REINDEX it)';
+	'an amqfilter index: its size, generations, entries (a value and a block range), those that say "everywhere", the table''s blocks per range and ranges, its rate of "maybe" for absent values now and its target, and whether a page or the index filled up (then REINDEX it); for the index of a partitioned table, a row per partition''s index and a total';
 
 CREATE FUNCTION bloom_index_contains(index regclass, value anyelement)
 	RETURNS boolean

@@ -30,11 +30,13 @@
 #include "access/htup_details.h"
 #include "access/reloptions.h"
 #include "catalog/index.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_amproc.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "commands/vacuum.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -131,6 +133,8 @@ amq_index_init(void)
 							"setting: leave it 0 in production.",
 							&amq_index_seed_setting, 0, INT_MIN, INT_MAX,
 							PGC_SUSET, 0, NULL, NULL, NULL);
+	amq_index_skip_init();
+	amq_index_options_init();
 }
 
 /* The index's false_positive_rate option, or its default. */
@@ -485,25 +489,30 @@ amqfilter_index_handler(PG_FUNCTION_ARGS)
  * ----------------------------------------------------------------
  */
 
-/*
- * Opens an amqfilter index for a SQL function, after checking that the
- * caller may learn from it what it summarizes: every value of the column,
- * so SELECT on it and no row security hiding rows of the table.  Locked
- * AccessShareLock, as a query of the table would lock it.
- */
+/* Opens an index, its table locked first, as a query of the table locks. */
 static Relation
-open_index(Oid indexoid, const char *fname)
+open_any_index(Oid indexoid)
 {
-	Relation	index;
-	Oid			heapoid;
+	Oid			heapoid = IndexGetRelation(indexoid, true);
 
-	heapoid = IndexGetRelation(indexoid, true);
 	if (!OidIsValid(heapoid))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an index", get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
 	LockRelationOid(heapoid, AccessShareLock);
-	index = index_open(indexoid, AccessShareLock);
+	return index_open(indexoid, AccessShareLock);
+}
+
+/*
+ * Opens an amqfilter index for a SQL function (the checks that the caller
+ * may learn from it what it summarizes, every value of the column, are
+ * open_index_checked's).  Locked AccessShareLock.
+ */
+static Relation
+open_index(Oid indexoid, const char *fname)
+{
+	Relation	index = open_any_index(indexoid);
+
 	if (index->rd_rel->relkind != RELKIND_INDEX ||
 		index->rd_indam->amgetbitmap != amq_index_getbitmap)
 		ereport(ERROR,
@@ -511,6 +520,24 @@ open_index(Oid indexoid, const char *fname)
 				 errmsg("\"%s\" is not an amqfilter index", RelationGetRelationName(index)),
 				 errhint("%s takes an index created USING amqfilter (on a partitioned table, the index of one partition).",
 						 fname)));
+	return index;
+}
+
+/*
+ * The index of a partitioned table, created USING amqfilter, with its table
+ * locked first, as open_index.
+ */
+static Relation
+open_partitioned_index(Oid indexoid, const char *fname)
+{
+	Relation	index = open_any_index(indexoid);
+
+	if (index->rd_rel->relkind != RELKIND_PARTITIONED_INDEX ||
+		index->rd_rel->relam != get_index_am_oid("amqfilter", false))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an amqfilter index", RelationGetRelationName(index)),
+				 errhint("%s takes an index created USING amqfilter.", fname)));
 	return index;
 }
 
@@ -571,6 +598,22 @@ check_may_read(Relation index, const char *fname)
 				 errmsg("row-level security hides rows of table %s from the current user",
 						get_rel_name(heapoid)),
 				 errdetail("The index summarizes every row, those the policies hide too.")));
+}
+
+/*
+ * True if the index holds every row a snapshot of this transaction may see:
+ * valid, ready and live, and not built after the snapshot over rows whose
+ * older versions it may see (indcheckxmin).
+ */
+bool
+amq_index_usable(Relation index)
+{
+	Form_pg_index ix = index->rd_index;
+
+	return ix->indisvalid && ix->indisready && ix->indislive &&
+		(!ix->indcheckxmin ||
+		 TransactionIdPrecedes(HeapTupleHeaderGetXmin(index->rd_indextuple->t_data),
+							   TransactionXmin));
 }
 
 /*
@@ -717,11 +760,11 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 }
 
 /*
- * amqfilter_index_info(index regclass) -> (bytes, generations, entries,
- *   everywhere, pages_per_range, ranges, false_positive_rate,
- *   target_false_positive_rate, build_entries, saturated)
+ * amqfilter_index_info(index regclass) -> SETOF (bytes, generations,
+ *   entries, everywhere, pages_per_range, ranges, false_positive_rate,
+ *   target_false_positive_rate, build_entries, saturated, partition_index)
  *
- * The index's size, its generations, its entries (one per value and range
+ * An index's size, its generations, its entries (one per value and range
  * it was seen in), those that say "everywhere" (a value in too many
  * ranges), the newest generation's pages_per_range and the ranges of the
  * table at it, the rate of "maybe" for an absent value now (from every
@@ -729,11 +772,34 @@ bloom_index_contains(PG_FUNCTION_ARGS)
  * probe of it misses), against the target, the entries the build made, and
  * whether the index filled up without growing (AMQ_INDEX_SATURATED, or a
  * page out of room).  Reads every page, and checks each whole.
+ *
+ * The index of a partitioned table: a row for each partition's index, and
+ * a total (partition_index NULL): sums, the largest generations, and as
+ * rates the mean of the partitions' -- the share of partitions a lookup of
+ * an absent value reads.  Its privileges are the partitioned table's, as
+ * for a query of it.
  */
-Datum
-amqfilter_index_info(PG_FUNCTION_ARGS)
+#define INFO_COLUMNS 11
+
+typedef struct InfoTotal
 {
-	Relation	index = open_index_checked(PG_GETARG_OID(0), "amqfilter_index_info");
+	int64		bytes;
+	int32		generations;
+	int64		entries;
+	int64		everywhere;
+	int64		ranges;
+	double		rate;
+	double		target;
+	double		target_min;
+	double		target_max;
+	int64		build_entries;
+	bool		saturated;
+	int			n;
+} InfoTotal;
+
+static void
+index_info_row(Relation index, Datum *out, bool *nulls, InfoTotal *total)
+{
 	AmqIndexMeta meta;
 	amq_rt_geom geom;
 	uint64		entries = 0;
@@ -744,10 +810,9 @@ amqfilter_index_info(PG_FUNCTION_ARGS)
 	BlockNumber heap_blocks;
 	const AmqIndexGen *newest;
 	uint32		i;
-	Datum		out[10];
-	bool		nulls[10];
+	int64		ranges;
 
-	memset(nulls, 0, sizeof(nulls));
+	memset(nulls, 0, sizeof(bool) * INFO_COLUMNS);
 	amq_index_flush(RelationGetRelid(index));
 	amq_index_read_meta(index, &meta);
 	amq_index_geometry(&meta, &geom);
@@ -790,17 +855,90 @@ amqfilter_index_info(PG_FUNCTION_ARGS)
 	heap = table_open(index->rd_index->indrelid, AccessShareLock);
 	heap_blocks = RelationGetNumberOfBlocks(heap);
 	table_close(heap, AccessShareLock);
+	ranges = (int64) ((heap_blocks + newest->pages_per_range - 1) / newest->pages_per_range);
 	out[0] = Int64GetDatum((int64) RelationGetNumberOfBlocks(index) * BLCKSZ);
 	out[1] = Int32GetDatum((int32) meta.ngens);
 	out[2] = Int64GetDatum((int64) entries);
 	out[3] = Int64GetDatum((int64) everywhere);
 	out[4] = Int32GetDatum((int32) newest->pages_per_range);
-	out[5] = Int64GetDatum((int64) ((heap_blocks + newest->pages_per_range - 1) /
-									newest->pages_per_range));
+	out[5] = Int64GetDatum(ranges);
 	out[6] = Float8GetDatum(1.0 - miss);
 	out[7] = Float8GetDatum(meta.p);
 	out[8] = Int64GetDatum((int64) meta.build_entries);
 	out[9] = BoolGetDatum(saturated);
+	out[10] = ObjectIdGetDatum(RelationGetRelid(index));
+
+	total->bytes += (int64) RelationGetNumberOfBlocks(index) * BLCKSZ;
+	total->generations = Max(total->generations, (int32) meta.ngens);
+	total->entries += (int64) entries;
+	total->everywhere += (int64) everywhere;
+	total->ranges += ranges;
+	total->rate += 1.0 - miss;
+	total->target += meta.p;
+	total->target_min = total->n == 0 ? meta.p : Min(total->target_min, meta.p);
+	total->target_max = total->n == 0 ? meta.p : Max(total->target_max, meta.p);
+	total->build_entries += (int64) meta.build_entries;
+	total->saturated |= saturated;
+	total->n++;
+}
+
+Datum
+amqfilter_index_info(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		out[INFO_COLUMNS];
+	bool		nulls[INFO_COLUMNS];
+	InfoTotal	total;
+	Relation	index;
+
+	InitMaterializedSRF(fcinfo, 0);
+	memset(&total, 0, sizeof(total));
+	if (get_rel_relkind(indexoid) != RELKIND_PARTITIONED_INDEX)
+	{
+		index = open_index_checked(indexoid, "amqfilter_index_info");
+		index_info_row(index, out, nulls, &total);
+		index_close(index, AccessShareLock);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
+		PG_RETURN_NULL();
+	}
+
+	index = open_partitioned_index(indexoid, "amqfilter_index_info");
+	check_may_read(index, "amqfilter_index_info");
+	{
+		List	   *children = find_all_inheritors(indexoid, NoLock, NULL);
+		ListCell   *lc;
+
+		foreach(lc, children)
+		{
+			Oid			child = lfirst_oid(lc);
+			Relation	part;
+
+			if (get_rel_relkind(child) != RELKIND_INDEX)
+				continue;
+			/* the partitioned table's privileges were checked */
+			part = open_index(child, "amqfilter_index_info");
+			index_info_row(part, out, nulls, &total);
+			index_close(part, AccessShareLock);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
+		}
+	}
+	memset(nulls, 0, sizeof(nulls));
+	out[0] = Int64GetDatum(total.bytes);
+	out[1] = Int32GetDatum(total.generations);
+	out[2] = Int64GetDatum(total.entries);
+	out[3] = Int64GetDatum(total.everywhere);
+	nulls[4] = true;
+	out[5] = Int64GetDatum(total.ranges);
+	out[6] = Float8GetDatum(total.n > 0 ? total.rate / total.n : 0.0);
+	/* the partitions' target, or the mean of theirs if they differ */
+	out[7] = Float8GetDatum(total.n == 0 ? amq_index_option_fpr(index) :
+							total.target_min == total.target_max ? total.target_min :
+							total.target / total.n);
+	out[8] = Int64GetDatum(total.build_entries);
+	out[9] = BoolGetDatum(total.saturated);
+	nulls[10] = true;
 	index_close(index, AccessShareLock);
-	return amq_return_record(fcinfo, out, nulls);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
+	PG_RETURN_NULL();
 }

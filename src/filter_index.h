@@ -188,6 +188,14 @@ extern double amq_index_option_fpr(Relation index);
 extern int	amq_index_option_max_gens(Relation index);
 extern int	amq_index_option_pages_per_range(Relation index);
 extern bool amq_index_columns_readable(Relation index, Oid userid);
+extern bool amq_index_usable(Relation index);
+
+/* filter_index_options.c */
+extern void amq_index_options_init(void);
+
+/* filter_index_skip.c */
+extern bool amq_index_skip;
+extern void amq_index_skip_init(void);
 
 /* filter_index_build.c */
 extern IndexBuildResult *amq_index_build(Relation heap, Relation index,
@@ -243,6 +251,7 @@ extern void amq_index_probe(Relation index, const AmqIndexMeta *meta,
 extern void amq_index_probe_array(Relation index, const AmqIndexMeta *meta,
 								  const AmqIndexHasher *hasher,
 								  ArrayType *array, AmqIndexRanges *out);
+extern bool amq_index_may_probe(PlannerInfo *root, RangeTblEntry *rte, Oid relid);
 extern IndexScanDesc amq_index_beginscan(Relation index, int nkeys, int norderbys);
 extern void amq_index_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 							 ScanKey orderbys, int norderbys);

@@ -461,15 +461,20 @@ runtime_presence(PlannerInfo *root, IndexOptInfo *index, Node *indexkey)
  * sees a plan: its query, EXPLAIN too, fails the executor's privilege
  * check.)
  */
-static bool
-may_probe_clause(PlannerInfo *root, IndexOptInfo *index, Relation irel,
-				 RestrictInfo *rinfo)
+/*
+ * True if the planner may probe an index of a table with a value the query
+ * gives (and show what it learns in a plan): when no row security or
+ * security barrier stands between the role and the table.  rte is the
+ * table's entry (for a partition, its partitioned table's: row security
+ * is the parent's), relid the table whose policies apply.
+ */
+bool
+amq_index_may_probe(PlannerInfo *root, RangeTblEntry *rte, Oid relid)
 {
-	RangeTblEntry *rte = planner_rt_fetch(index->rel->relid, root);
 	Oid			userid = GetUserId();
 	PlannerInfo *outer;
 
-	if (rinfo->security_level > 0 || rte->securityQuals != NIL)
+	if (rte->securityQuals != NIL)
 		return false;
 
 	/*
@@ -493,7 +498,17 @@ may_probe_clause(PlannerInfo *root, IndexOptInfo *index, Relation irel,
 	if (OidIsValid(rte->checkAsUser))
 		userid = rte->checkAsUser;
 #endif
-	return check_enable_rls(irel->rd_index->indrelid, userid, true) != RLS_ENABLED;
+	return check_enable_rls(relid, userid, true) != RLS_ENABLED;
+}
+
+static bool
+may_probe_clause(PlannerInfo *root, IndexOptInfo *index, Relation irel,
+				 RestrictInfo *rinfo)
+{
+	if (rinfo->security_level > 0)
+		return false;
+	return amq_index_may_probe(root, planner_rt_fetch(index->rel->relid, root),
+							   irel->rd_index->indrelid);
 }
 
 /*
