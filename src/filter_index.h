@@ -196,6 +196,9 @@ extern void amq_index_options_init(void);
 /* filter_index_skip.c */
 extern bool amq_index_skip;
 extern void amq_index_skip_init(void);
+extern bool amq_index_skip_is_append(Plan *plan);
+extern Oid	amq_index_for_column(Oid relid, AttrNumber attno, Oid collation);
+extern bool amq_index_may_hold_any(Oid indexoid, Oid type, const Datum *values, int n);
 
 /* filter_index_build.c */
 extern IndexBuildResult *amq_index_build(Relation heap, Relation index,
@@ -246,6 +249,8 @@ typedef struct AmqIndexRanges
 
 extern bool amq_index_may_contain(Relation index, const AmqIndexMeta *meta,
 								  uint64 hash);
+extern bool amq_index_may_contain_any(Relation index, const AmqIndexMeta *meta,
+									  const uint64 *hashes, int n);
 extern void amq_index_probe(Relation index, const AmqIndexMeta *meta,
 							uint64 hash, AmqIndexRanges *out);
 extern void amq_index_probe_array(Relation index, const AmqIndexMeta *meta,

@@ -4,11 +4,11 @@
  *		table reaches the index of every partition.
  *
  * PostgreSQL refuses to set storage options on a partitioned index ("not
- * supported for partitioned indexes"): a btree's options shape pages only
- * a REINDEX rebuilds.  An amqfilter index's false_positive_rate and
- * max_generations take effect as its next generation is sized (and
- * pages_per_range at the next build), so one statement on the parent is
- * the natural way to change them for a whole partitioned table.  It runs
+ * supported for partitioned indexes").  An amqfilter index's options are
+ * what a partitioned table's owner tunes for the whole table (a rate for
+ * every partition; the rate is read when an index is built,
+ * max_generations when it grows): one statement on the parent is the
+ * natural way to change them.  It runs
  * ALTER INDEX on every partition's index, and stores the options on the
  * partitioned index (and any in between), from which PostgreSQL copies
  * them to the index of a partition created or attached later.  The owner

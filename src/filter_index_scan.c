@@ -132,6 +132,70 @@ amq_index_may_contain(Relation index, const AmqIndexMeta *meta, uint64 hash)
 	return false;
 }
 
+/* A key of a probe of many, where it goes in one generation. */
+typedef struct PlacedKey
+{
+	uint32		page;
+	amq_rt_key	key;
+} PlacedKey;
+
+static int
+placed_key_cmp(const void *a, const void *b)
+{
+	uint32		pa = ((const PlacedKey *) a)->page;
+	uint32		pb = ((const PlacedKey *) b)->page;
+
+	return pa < pb ? -1 : pa > pb ? 1 : 0;
+}
+
+/*
+ * True if some generation may hold some of n keys, false if none holds any.
+ * The keys of a generation are sorted by the page they go to, and each page
+ * is read once: n keys cost n hashes and a read of at most every page,
+ * where n probes would read n pages.
+ */
+bool
+amq_index_may_contain_any(Relation index, const AmqIndexMeta *meta,
+						  const uint64 *hashes, int n)
+{
+	amq_rt_geom geom;
+	PlacedKey  *placed;
+	uint32		i;
+	bool		found = false;
+
+	if (n <= 0)
+		return false;
+	amq_index_geometry(meta, &geom);
+	placed = palloc(sizeof(PlacedKey) * n);
+	for (i = 0; i < meta->ngens && !found; i++)
+	{
+		int			j = 0;
+
+		for (j = 0; j < n; j++)
+			amq_index_locate(meta, &geom, i, hashes[j], &placed[j].page, &placed[j].key);
+		qsort(placed, n, sizeof(PlacedKey), placed_key_cmp);
+		j = 0;
+		while (j < n && !found)
+		{
+			uint32		pg = placed[j].page;
+			Buffer		buf;
+			Page		page;
+
+			CHECK_FOR_INTERRUPTS();
+			buf = read_gen_page(index, &meta->gens[i], i, pg);
+			page = BufferGetPage(buf);
+			for (; j < n && placed[j].page == pg && !found; j++)
+				found = amq_rt_may_contain(&geom, &AmqIndexPageGetHeader(page)->table,
+										   AmqIndexPageGetSlots(page), placed[j].key);
+			UnlockReleaseBuffer(buf);
+			while (j < n && placed[j].page == pg)
+				j++;
+		}
+	}
+	pfree(placed);
+	return found;
+}
+
 /*
  * Adds to out the block ranges of the table that may hold the key, or sets
  * out->everywhere.

@@ -55,11 +55,14 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/pg_am.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "commands/explain.h"
@@ -78,8 +81,10 @@
 #include "optimizer/planner.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
+#include "storage/bufmgr.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/relcache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/syscache.h"
@@ -1119,6 +1124,113 @@ static const CustomExecMethods append_exec_methods = {
 	.ReScanCustomScan = rescan_append,
 	.ExplainCustomScan = explain_append,
 };
+
+/*
+ * ----------------------------------------------------------------
+ * For runtime join filters: a table whose index rules out every key
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The amqfilter index a probe of the table's column attno may ask (single
+ * column, no predicate, valid, hashing under collation or deterministic),
+ * or InvalidOid.  Not where row security of the table, or of a table it is
+ * a partition of, applies to the user: the index summarizes every row.
+ */
+Oid
+amq_index_for_column(Oid relid, AttrNumber attno, Oid collation)
+{
+	Relation	rel;
+	List	   *indexes;
+	ListCell   *lc;
+	Oid			found = InvalidOid;
+	Oid			amoid = get_index_am_oid("amqfilter", true);
+
+	if (!amq_index_skip || !OidIsValid(amoid) ||
+		check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		return InvalidOid;
+	if (get_rel_relispartition(relid))
+	{
+		foreach(lc, get_partition_ancestors(relid))
+			if (check_enable_rls(lfirst_oid(lc), InvalidOid, true) == RLS_ENABLED)
+				return InvalidOid;
+	}
+	rel = table_open(relid, NoLock);	/* the query locked it */
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		Oid			indcoll = index->rd_indcollation[0];
+
+		if (index->rd_rel->relam == amoid && index->rd_index->indnatts == 1 &&
+			index->rd_index->indkey.values[0] == attno &&
+			heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL) &&
+			index->rd_index->indisvalid &&
+			(!OidIsValid(indcoll) || indcoll == collation ||
+			 get_collation_isdeterministic(indcoll)))
+			found = RelationGetRelid(index);
+		index_close(index, NoLock);
+		if (OidIsValid(found))
+			break;
+	}
+	list_free(indexes);
+	table_close(rel, NoLock);
+	return found;
+}
+
+/*
+ * False if the index rules out every one of n values of type, true if it
+ * may hold one, or cannot say, or the probes would cost more than reading
+ * the table: a probe of many keys reads each index page they go to once
+ * (amq_index_may_contain_any) and hashes every key, about what checking a
+ * few rows costs, so it is made only while keys times generations stay
+ * within AMQ_SKIP_KEYS_PER_BLOCK times the table's blocks.
+ */
+#define AMQ_SKIP_KEYS_PER_BLOCK 16
+
+bool
+amq_index_may_hold_any(Oid indexoid, Oid type, const Datum *values, int n)
+{
+	Relation	index = index_open(indexoid, AccessShareLock);
+	AmqIndexHasher hasher;
+	AmqIndexMeta meta;
+	BlockNumber heap_blocks;
+	uint64	   *hashes;
+	bool		result = true;
+	int			i;
+
+	if (!amq_index_usable(index) ||
+		!amq_index_hasher_init(&hasher, index, type, CurrentMemoryContext))
+	{
+		index_close(index, NoLock);
+		return true;
+	}
+	amq_index_flush(indexoid);
+	amq_index_read_meta(index, &meta);
+	{
+		Relation	heap = table_open(index->rd_index->indrelid, NoLock);
+
+		heap_blocks = RelationGetNumberOfBlocks(heap);
+		table_close(heap, NoLock);
+	}
+	if ((double) n * meta.ngens <= (double) AMQ_SKIP_KEYS_PER_BLOCK * heap_blocks)
+	{
+		hashes = palloc(sizeof(uint64) * Max(n, 1));
+		for (i = 0; i < n; i++)
+			hashes[i] = amq_index_hash(&hasher, meta.seed, values[i]);
+		result = amq_index_may_contain_any(index, &meta, hashes, n);
+		pfree(hashes);
+	}
+	index_close(index, NoLock);
+	return result;
+}
+
+/* True if plan is an AmqFilter Append. */
+bool
+amq_index_skip_is_append(Plan *plan)
+{
+	return IsA(plan, CustomScan) && ((CustomScan *) plan)->methods == &append_scan_methods;
+}
 
 /* Installs the hooks and the setting (from _PG_init). */
 void

@@ -33,7 +33,8 @@ extern const CustomScanMethods amq_join_filter_probe_methods;
  * of Integer nodes (so plans copy, serialize for parallel workers and read
  * back): the filter's number in the statement, the PARAM_EXEC slot, then
  * for each key the extended hash function to use (InvalidOid: an integer
- * key, hashed inline) and its collation.  The key expressions themselves
+ * key, hashed inline) and its collation, and last the index a probe node
+ * may skip its table by (filter_index_skip.c).  The key expressions themselves
  * are custom_exprs, in terms of the node's child's output (OUTER_VAR).
  */
 typedef struct JoinFilterSpec
@@ -44,6 +45,8 @@ typedef struct JoinFilterSpec
 	Oid		   *hash_procs;
 	Oid		   *collations;
 	Oid		   *types;			/* of the keys as hashed: integers by width */
+	Oid			skip_index;		/* probe: the amqfilter index of the table
+								 * under it on its one key, or InvalidOid */
 } JoinFilterSpec;
 
 extern List *amq_join_filter_spec_to_list(const JoinFilterSpec *spec);

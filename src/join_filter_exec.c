@@ -34,10 +34,12 @@
 #include "executor/executor.h"
 #include "executor/nodeCustom.h"
 #include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
 #include "nodes/execnodes.h"
 #include "port/atomics.h"
 #include "storage/spin.h"
 #include "utils/dsa.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -45,6 +47,7 @@
 
 #include "core/amq_split_block.h"
 #include "filter_glue.h"
+#include "filter_index.h"
 #include "join_filter.h"
 
 /* bits of filter a key: a false-positive rate of about 0.55% */
@@ -53,6 +56,17 @@
 #define JOIN_FILTER_SEED	UINT64CONST(0x616d716a6f696e66)
 /* probe-side rows tested before deciding whether the filter pays */
 #define JOIN_FILTER_WINDOW	65536
+
+/*
+ * The most build-side keys kept as values, for probe nodes that ask a
+ * table's amqfilter index whether it holds any of them: a skip asks the
+ * index of each table for every key (a hash each, each index page once),
+ * and filter_index_skip.c asks only while that costs less than reading
+ * the table; past this many keys it would for no table the size of a
+ * partition worth skipping (16 keys a block: 65,536 keys against 4,096
+ * blocks, 32 MB).
+ */
+#define JOIN_SKIP_MAX_KEYS	65536
 
 typedef enum JoinFilterStatus
 {
@@ -108,6 +122,15 @@ typedef struct JoinFilter
 	MemoryContext cxt;
 	JoinFilterShared *shared;	/* a Parallel Hash join's, or NULL */
 	dsa_area   *area;
+	/* the keys themselves, for probes that may skip a table (one key) */
+	bool		keep_values;
+	Oid			value_type;
+	bool		value_byval;
+	int16		value_len;
+	Datum	   *values;
+	int			nvalues;
+	int			maxvalues;
+	bool		values_off;		/* more than JOIN_SKIP_MAX_KEYS */
 } JoinFilter;
 
 /* The keys of a node and how to hash them. */
@@ -134,6 +157,11 @@ typedef struct JoinFilterState
 	bool		testing;		/* false once it stopped paying */
 	int64		tested;
 	int64		rejected;
+	bool		skip_decided;	/* this scan's: whether its table is skipped */
+	bool		skipped;
+	int			skip_keys;		/* the keys the index ruled out, if skipped */
+	int64		scans_skipped;	/* over every scan */
+	int64		scans_asked;
 } JoinFilterState;
 
 /*
@@ -365,6 +393,10 @@ filter_reset(JoinFilter *filter)
 	filter->hashes = NULL;
 	filter->nhashes = 0;
 	filter->maxhashes = 0;
+	filter->values = NULL;
+	filter->nvalues = 0;
+	filter->maxvalues = 0;
+	filter->values_off = false;
 	filter->keys = 0;
 	filter->handed_over = false;
 	filter->bloom.words = NULL;
@@ -386,8 +418,53 @@ build_begin(CustomScanState *css, EState *estate, int eflags)
 	/* a plan run with the setting off now: the probes pass every row */
 	if (!amq_join_filter)
 		node->filter->status = JOIN_FILTER_OFF;
+	if (node->spec.nkeys == 1)
+	{
+		node->filter->keep_values = true;
+		node->filter->value_type = exprType(linitial(((CustomScan *) css->ss.ps.plan)->custom_exprs));
+		get_typlenbyval(node->filter->value_type, &node->filter->value_len,
+						&node->filter->value_byval);
+	}
 	param->value = PointerGetDatum(node->filter);
 	param->isnull = false;
+}
+
+/* Keeps the value of a row's one key (not NULL), up to JOIN_SKIP_MAX_KEYS. */
+static void
+filter_keep_value(JoinFilterState *node, TupleTableSlot *slot)
+{
+	JoinFilter *filter = node->filter;
+	KeyHasher  *hasher = &node->hasher;
+	ExprContext *econtext = node->css.ss.ps.ps_ExprContext;
+	MemoryContext old;
+	Datum		value;
+	bool		isnull;
+
+	if (filter->nvalues == JOIN_SKIP_MAX_KEYS)
+	{
+		filter->values_off = true;
+		return;
+	}
+	if (hasher->columns[0] != 0)
+		value = slot_getattr(slot, hasher->columns[0], &isnull);
+	else
+	{
+		econtext->ecxt_outertuple = slot;
+		value = ExecEvalExprSwitchContext(hasher->keys[0], econtext, &isnull);
+	}
+	if (isnull)
+		return;
+	old = MemoryContextSwitchTo(filter->cxt);
+	if (filter->nvalues == filter->maxvalues)
+	{
+		filter->maxvalues = Max(filter->maxvalues * 2, 256);
+		filter->values = filter->values == NULL ?
+			palloc(sizeof(Datum) * filter->maxvalues) :
+			repalloc(filter->values, sizeof(Datum) * filter->maxvalues);
+	}
+	filter->values[filter->nvalues++] = datumCopy(value, filter->value_byval,
+												  filter->value_len);
+	MemoryContextSwitchTo(old);
 }
 
 /* Keeps one more key's hash, or turns the filter off past the limit. */
@@ -402,6 +479,9 @@ filter_keep(JoinFilter *filter, uint64 hash)
 		{
 			MemoryContextReset(filter->cxt);
 			filter->hashes = NULL;
+			filter->values = NULL;
+			filter->nvalues = filter->maxvalues = 0;
+			filter->values_off = true;
 			filter->status = JOIN_FILTER_OFF;
 			return;
 		}
@@ -588,7 +668,12 @@ build_exec(CustomScanState *css)
 	/* a NULL key is not in the hash table: never asked for */
 	if (node->filter->status == JOIN_FILTER_COLLECTING &&
 		hash_row(&node->hasher, css->ss.ps.ps_ExprContext, slot, &hash))
+	{
 		filter_keep(node->filter, hash);
+		if (node->filter->keep_values && !node->filter->values_off &&
+			node->filter->shared == NULL)
+			filter_keep_value(node, slot);
+	}
 	return slot;
 }
 
@@ -783,6 +868,35 @@ probe_decide(JoinFilterState *node)
 	}
 }
 
+/*
+ * True if the rest of the table under the node is skipped, its amqfilter
+ * index ruling out every key of the build side.  Asked once a scan, at its
+ * first row read once the build side has been (the join may read one
+ * probe-side row before it builds: that row passes, and the rest of its
+ * table may still be skipped), when the keys were kept.
+ */
+static bool
+probe_skips(JoinFilterState *node)
+{
+	JoinFilter *filter = node->filter;
+
+	node->skipped = false;
+	if (filter->shared == NULL && filter->status == JOIN_FILTER_COLLECTING)
+		return false;			/* not built yet: asked again at the next row */
+	node->skip_decided = true;
+	if (!OidIsValid(node->spec.skip_index) || filter->status != JOIN_FILTER_READY ||
+		filter->shared != NULL || !filter->keep_values || filter->values_off)
+		return false;
+	node->scans_asked++;
+	if (amq_index_may_hold_any(node->spec.skip_index, filter->value_type,
+							   filter->values, filter->nvalues))
+		return false;
+	node->skipped = true;
+	node->skip_keys = filter->nvalues;
+	node->scans_skipped++;
+	return true;
+}
+
 static TupleTableSlot *
 probe_exec(CustomScanState *css)
 {
@@ -799,6 +913,10 @@ probe_exec(CustomScanState *css)
 			elog(ERROR, "runtime join filter %d has no build side", node->spec.filter_no);
 		filter = node->filter = (JoinFilter *) DatumGetPointer(param->value);
 	}
+	if (unlikely(!node->skip_decided) && probe_skips(node))
+		return NULL;
+	if (node->skipped)
+		return NULL;
 	for (;;)
 	{
 		TupleTableSlot *slot = ExecProcNode(node->child);
@@ -829,7 +947,11 @@ probe_exec(CustomScanState *css)
 static void
 probe_rescan(CustomScanState *css)
 {
-	rescan_child((JoinFilterState *) css);
+	JoinFilterState *node = (JoinFilterState *) css;
+
+	node->skip_decided = false;
+	node->skipped = false;
+	rescan_child(node);
 }
 
 static void
@@ -849,6 +971,11 @@ probe_explain(CustomScanState *css, List *ancestors, ExplainState *es)
 		ExplainPropertyFloat("Rows Not Tested", NULL,
 							 instr->nfiltered2 / instr->nloops, 0, es);
 	}
+	if (node->scans_skipped > 0)
+		ExplainPropertyText("Skipped by Filter Index",
+							psprintf(INT64_FORMAT " of " INT64_FORMAT " scans: %s holds none of the %d keys",
+									 node->scans_skipped, (int64) instr->nloops,
+									 get_rel_name(node->spec.skip_index), node->skip_keys), es);
 	if (!node->testing)
 		ExplainPropertyText("Runtime Filter Stopped",
 							psprintf("after " INT64_FORMAT " rows, " INT64_FORMAT " rejected",

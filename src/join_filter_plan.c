@@ -59,10 +59,12 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/planner.h"
+#include "parser/parsetree.h"
 #include "utils/lsyscache.h"
 #include "utils/catcache.h"
 #include "utils/syscache.h"
 
+#include "filter_index.h"
 #include "join_filter.h"
 
 static planner_hook_type prev_planner_hook = NULL;
@@ -93,7 +95,7 @@ amq_join_filter_spec_to_list(const JoinFilterSpec *spec)
 		list = lappend(list, list_make3(makeInteger((int) spec->hash_procs[i]),
 										makeInteger((int) spec->collations[i]),
 										makeInteger((int) spec->types[i])));
-	return list;
+	return lappend(list, makeInteger((int) spec->skip_index));
 }
 
 void
@@ -104,8 +106,9 @@ amq_join_filter_spec_from_list(List *private, JoinFilterSpec *spec)
 	spec->filter_no = intVal(linitial(private));
 	spec->paramid = intVal(lsecond(private));
 	spec->nkeys = intVal(lthird(private));
-	if (list_length(private) != 3 + spec->nkeys)
+	if (list_length(private) != 3 + spec->nkeys + 1)
 		elog(ERROR, "malformed runtime join filter");
+	spec->skip_index = (Oid) intVal(llast(private));
 	spec->hash_procs = palloc(sizeof(Oid) * spec->nkeys);
 	spec->collations = palloc(sizeof(Oid) * spec->nkeys);
 	spec->types = palloc(sizeof(Oid) * spec->nkeys);
@@ -333,6 +336,51 @@ keys_below(Plan *plan, List *keys, bool *outer_input)
 }
 
 /*
+ * The spec of a probe node over plan: with the amqfilter index of plan's
+ * table on the key, when plan scans a table and the one key is a column of
+ * it, so that the node can skip the table when the index rules out every
+ * build-side key (filter_index_skip.c).
+ */
+static const JoinFilterSpec *
+spec_with_skip_index(Rewrite *rw, Plan *plan, List *keys, const JoinFilterSpec *spec)
+{
+	Index		scanrelid;
+	Var		   *key = linitial(keys);
+	TargetEntry *tle;
+	Var		   *column;
+	JoinFilterSpec *with;
+	Oid			index;
+
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_BitmapHeapScan:
+		case T_IndexScan:
+		case T_CustomScan:
+			scanrelid = ((Scan *) plan)->scanrelid;
+			break;
+		default:
+			return spec;
+	}
+	if (spec->nkeys != 1 || scanrelid == 0 || !IsA(key, Var) || key->varno != OUTER_VAR ||
+		key->varattno < 1 || key->varattno > list_length(plan->targetlist))
+		return spec;
+	tle = list_nth_node(TargetEntry, plan->targetlist, key->varattno - 1);
+	column = (Var *) tle->expr;
+	if (!IsA(column, Var) || column->varno != scanrelid || column->varattno < 1 ||
+		rt_fetch(scanrelid, rw->stmt->rtable)->rtekind != RTE_RELATION)
+		return spec;
+	index = amq_index_for_column(rt_fetch(scanrelid, rw->stmt->rtable)->relid,
+								 column->varattno, spec->collations[0]);
+	if (!OidIsValid(index))
+		return spec;
+	with = palloc(sizeof(JoinFilterSpec));
+	*with = *spec;
+	with->skip_index = index;
+	return with;
+}
+
+/*
  * Puts the probe node for keys (columns of *slot's output) as far down as
  * they pass unchanged, or right over *slot.
  */
@@ -371,6 +419,18 @@ place_probe(Rewrite *rw, Plan **slot, List *keys, const JoinFilterSpec *spec)
 			}
 			break;
 		case T_CustomScan:
+			if (amq_index_skip_is_append(plan))
+			{
+				/* an Append of partitions: column k is every child's column k */
+				foreach(lc, keys)
+					if (!IsA(lfirst(lc), Var) || ((Var *) lfirst(lc))->varno != OUTER_VAR)
+						break;
+				if (lc != NULL)
+					break;
+				foreach(lc, ((CustomScan *) plan)->custom_plans)
+					place_probe(rw, (Plan **) &lfirst(lc), copyObject(keys), spec);
+				return;
+			}
 			if (!is_join_filter_node(plan))
 				break;
 			below = keys_below(plan, keys, &outer_input);
@@ -394,7 +454,8 @@ place_probe(Rewrite *rw, Plan **slot, List *keys, const JoinFilterSpec *spec)
 		default:
 			break;
 	}
-	*slot = make_filter_node(rw, &amq_join_filter_probe_methods, plan, keys, spec);
+	*slot = make_filter_node(rw, &amq_join_filter_probe_methods, plan, keys,
+							 spec_with_skip_index(rw, plan, keys, spec));
 }
 
 /*
@@ -452,6 +513,7 @@ add_filter(Rewrite *rw, HashJoin *join)
 		return;
 
 	spec.nkeys = nkeys;
+	spec.skip_index = InvalidOid;
 	spec.hash_procs = palloc(sizeof(Oid) * nkeys);
 	spec.collations = palloc(sizeof(Oid) * nkeys);
 	spec.types = palloc(sizeof(Oid) * nkeys);
