@@ -130,7 +130,7 @@ times() {
 		| sed -n 's/^\(Planning\|Execution\) Time: \([0-9.]*\) ms$/\2/p' | tail -n 2 | paste -sd/
 }
 listed() {
-	q -c "EXPLAIN (COSTS OFF) SELECT * FROM $1 WHERE trace_id = $2" | grep -c 'Scan on' || true
+	q -c "EXPLAIN (COSTS OFF) SELECT * FROM $1 WHERE trace_id = $2" | grep -c -- '->' || true
 }
 for t in ev_amq ev_bt; do
 	R[$t,plans]=$(plans $t)

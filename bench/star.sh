@@ -79,7 +79,7 @@ q -c "DO \$\$
 q -c "INSERT INTO sales
 	SELECT date '2025-01-01' + d, c, (abs(h) % 1000)::int4
 	  FROM (SELECT g, (g * 365 / $ROWS)::int AS d, hashint8extended(g, 42) AS h
-	          FROM generate_series(0, $((ROWS - 1))) g) s,
+	          FROM generate_series(0::int8, $((ROWS - 1))) g) s,
 	       LATERAL (SELECT greatest(0, ceil((greatest(d - 6, 0))::numeric * $CAMPAIGNS / 365))::int8 AS lo,
 	                       least($CAMPAIGNS - 1, ceil((d + 1)::numeric * $CAMPAIGNS / 365)::int8 - 1) AS hi) r,
 	       LATERAL (SELECT r.lo + abs(s.h / 1000) % (r.hi - r.lo + 1) AS c) k"

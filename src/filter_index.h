@@ -198,7 +198,6 @@ extern bool amq_index_skip;
 extern void amq_index_skip_init(void);
 extern bool amq_index_skip_is_append(Plan *plan);
 extern Oid	amq_index_for_column(Oid relid, AttrNumber attno, Oid collation);
-extern bool amq_index_may_hold_any(Oid indexoid, Oid type, const Datum *values, int n);
 
 /* filter_index_build.c */
 extern IndexBuildResult *amq_index_build(Relation heap, Relation index,
@@ -249,14 +248,16 @@ typedef struct AmqIndexRanges
 
 extern bool amq_index_may_contain(Relation index, const AmqIndexMeta *meta,
 								  uint64 hash);
-extern bool amq_index_may_contain_any(Relation index, const AmqIndexMeta *meta,
-									  const uint64 *hashes, int n);
+extern void amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
+								 const uint64 *hashes, int n, AmqIndexRanges *out);
 extern void amq_index_probe(Relation index, const AmqIndexMeta *meta,
 							uint64 hash, AmqIndexRanges *out);
 extern void amq_index_probe_array(Relation index, const AmqIndexMeta *meta,
 								  const AmqIndexHasher *hasher,
 								  ArrayType *array, AmqIndexRanges *out);
 extern bool amq_index_may_probe(PlannerInfo *root, RangeTblEntry *rte, Oid relid);
+extern bool amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
+									   AmqIndexRanges *out, BlockNumber *heap_blocks);
 extern IndexScanDesc amq_index_beginscan(Relation index, int nkeys, int norderbys);
 extern void amq_index_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 							 ScanKey orderbys, int norderbys);

@@ -149,51 +149,67 @@ placed_key_cmp(const void *a, const void *b)
 }
 
 /*
- * True if some generation may hold some of n keys, false if none holds any.
- * The keys of a generation are sorted by the page they go to, and each page
- * is read once: n keys cost n hashes and a read of at most every page,
- * where n probes would read n pages.
+ * Adds to out the block ranges that may hold any of n keys, or sets
+ * out->everywhere.  The keys of a generation are sorted by the page they go
+ * to, and each page is read once: n keys cost n hashes and a read of at most
+ * every page, where n probes would read n pages.
  */
-bool
-amq_index_may_contain_any(Relation index, const AmqIndexMeta *meta,
-						  const uint64 *hashes, int n)
+void
+amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
+					 const uint64 *hashes, int n, AmqIndexRanges *out)
 {
 	amq_rt_geom geom;
 	PlacedKey  *placed;
 	uint32		i;
-	bool		found = false;
 
 	if (n <= 0)
-		return false;
+		return;
 	amq_index_geometry(meta, &geom);
 	placed = palloc(sizeof(PlacedKey) * n);
-	for (i = 0; i < meta->ngens && !found; i++)
+	for (i = 0; i < meta->ngens && !out->everywhere; i++)
 	{
-		int			j = 0;
+		const AmqIndexGen *g = &meta->gens[i];
+		int			j;
 
 		for (j = 0; j < n; j++)
 			amq_index_locate(meta, &geom, i, hashes[j], &placed[j].page, &placed[j].key);
 		qsort(placed, n, sizeof(PlacedKey), placed_key_cmp);
 		j = 0;
-		while (j < n && !found)
+		while (j < n && !out->everywhere)
 		{
 			uint32		pg = placed[j].page;
 			Buffer		buf;
 			Page		page;
 
 			CHECK_FOR_INTERRUPTS();
-			buf = read_gen_page(index, &meta->gens[i], i, pg);
+			buf = read_gen_page(index, g, i, pg);
 			page = BufferGetPage(buf);
-			for (; j < n && placed[j].page == pg && !found; j++)
-				found = amq_rt_may_contain(&geom, &AmqIndexPageGetHeader(page)->table,
-										   AmqIndexPageGetSlots(page), placed[j].key);
+			for (; j < n && placed[j].page == pg && !out->everywhere; j++)
+			{
+				uint32		ranges[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
+				int			nr = amq_rt_lookup(&geom, &AmqIndexPageGetHeader(page)->table,
+											   AmqIndexPageGetSlots(page), placed[j].key,
+											   ranges, lengthof(ranges));
+				int			k;
+
+				if (nr < 0)
+					out->everywhere = true;
+				for (k = 0; k < nr && k < (int) lengthof(ranges); k++)
+				{
+					uint64		first = (uint64) ranges[k] * g->pages_per_range;
+
+					if (first <= MaxBlockNumber)
+						ranges_add(out, (BlockNumber) first,
+								   (uint32) Min((uint64) g->pages_per_range,
+												(uint64) MaxBlockNumber + 1 - first));
+				}
+			}
 			UnlockReleaseBuffer(buf);
 			while (j < n && placed[j].page == pg)
 				j++;
 		}
 	}
 	pfree(placed);
-	return found;
 }
 
 /*

@@ -283,17 +283,28 @@ skip_get_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
 	}
 }
 
+/*
+ * The partition's entry, or NULL.  Partitions get their paths in the order
+ * they were opened: the search starts after the last one found, so that
+ * thousands of partitions cost a step each.
+ */
 static ProbedRel *
 find_probed(RelOptInfo *rel)
 {
-	ListCell   *lc;
+	static int	next = 0;
+	int			n = list_length(probed_rels);
+	int			i;
 
-	foreach(lc, probed_rels)
+	for (i = 0; i < n; i++)
 	{
-		ProbedRel  *probed = lfirst(lc);
+		int			at = (next + i) % n;
+		ProbedRel  *probed = list_nth(probed_rels, at);
 
 		if (probed->rel == rel)
+		{
+			next = at + 1;
 			return probed;
+		}
 	}
 	return NULL;
 }
@@ -1179,50 +1190,98 @@ amq_index_for_column(Oid relid, AttrNumber attno, Oid collation)
 }
 
 /*
- * False if the index rules out every one of n values of type, true if it
- * may hold one, or cannot say, or the probes would cost more than reading
- * the table: a probe of many keys reads each index page they go to once
- * (amq_index_may_contain_any) and hashes every key, about what checking a
- * few rows costs, so it is made only while keys times generations stay
- * within AMQ_SKIP_KEYS_PER_BLOCK times the table's blocks.
+ * The block ranges of the index's table that may hold any of n values of
+ * type, sorted, merged and clipped to the table's *heap_blocks (none: the
+ * index rules every value out; out->everywhere: it cannot narrow).  False
+ * when it cannot say (not usable, no hash support for the type) or the
+ * probes would cost more than reading the table: a probe of many keys reads
+ * each index page they go to once (amq_index_probe_many) and hashes every
+ * key, about what checking a few rows costs, so it is made only while keys
+ * times generations stay within AMQ_SKIP_KEYS_PER_BLOCK times the table's
+ * blocks.
  */
 #define AMQ_SKIP_KEYS_PER_BLOCK 16
 
+static int
+range_cmp(const void *a, const void *b)
+{
+	BlockNumber fa = ((const BlockNumber *) a)[0];
+	BlockNumber fb = ((const BlockNumber *) b)[0];
+
+	return fa < fb ? -1 : fa > fb ? 1 : 0;
+}
+
 bool
-amq_index_may_hold_any(Oid indexoid, Oid type, const Datum *values, int n)
+amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
+						   AmqIndexRanges *out, BlockNumber *heap_blocks)
 {
 	Relation	index = index_open(indexoid, AccessShareLock);
 	AmqIndexHasher hasher;
 	AmqIndexMeta meta;
-	BlockNumber heap_blocks;
 	uint64	   *hashes;
-	bool		result = true;
+	BlockNumber *pairs;
 	int			i;
+	int			m;
 
+	memset(out, 0, sizeof(AmqIndexRanges));
 	if (!amq_index_usable(index) ||
 		!amq_index_hasher_init(&hasher, index, type, CurrentMemoryContext))
 	{
 		index_close(index, NoLock);
-		return true;
+		return false;
 	}
 	amq_index_flush(indexoid);
 	amq_index_read_meta(index, &meta);
 	{
 		Relation	heap = table_open(index->rd_index->indrelid, NoLock);
 
-		heap_blocks = RelationGetNumberOfBlocks(heap);
+		*heap_blocks = RelationGetNumberOfBlocks(heap);
 		table_close(heap, NoLock);
 	}
-	if ((double) n * meta.ngens <= (double) AMQ_SKIP_KEYS_PER_BLOCK * heap_blocks)
+	if ((double) n * meta.ngens > (double) AMQ_SKIP_KEYS_PER_BLOCK * *heap_blocks)
 	{
-		hashes = palloc(sizeof(uint64) * Max(n, 1));
-		for (i = 0; i < n; i++)
-			hashes[i] = amq_index_hash(&hasher, meta.seed, values[i]);
-		result = amq_index_may_contain_any(index, &meta, hashes, n);
-		pfree(hashes);
+		index_close(index, NoLock);
+		return false;
 	}
+	hashes = palloc(sizeof(uint64) * Max(n, 1));
+	for (i = 0; i < n; i++)
+		hashes[i] = amq_index_hash(&hasher, meta.seed, values[i]);
+	amq_index_probe_many(index, &meta, hashes, n, out);
+	pfree(hashes);
 	index_close(index, NoLock);
-	return result;
+	if (out->everywhere || out->n == 0)
+		return true;
+
+	/* sorted by first block, overlaps merged, clipped to the table */
+	pairs = palloc(sizeof(BlockNumber) * 2 * out->n);
+	for (i = 0; i < out->n; i++)
+	{
+		pairs[2 * i] = out->first[i];
+		pairs[2 * i + 1] = out->first[i] + out->len[i];	/* end, exclusive */
+	}
+	qsort(pairs, out->n, sizeof(BlockNumber) * 2, range_cmp);
+	m = 0;
+	for (i = 0; i < out->n; i++)
+	{
+		BlockNumber first = pairs[2 * i];
+		BlockNumber end = Min(pairs[2 * i + 1], *heap_blocks);
+
+		if (first >= end)
+			continue;
+		if (m > 0 && first <= out->first[m - 1] + out->len[m - 1])
+		{
+			BlockNumber last_end = out->first[m - 1] + out->len[m - 1];
+
+			out->len[m - 1] = Max(last_end, end) - out->first[m - 1];
+			continue;
+		}
+		out->first[m] = first;
+		out->len[m] = end - first;
+		m++;
+	}
+	out->n = m;
+	pfree(pairs);
+	return true;
 }
 
 /* True if plan is an AmqFilter Append. */

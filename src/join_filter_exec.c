@@ -30,6 +30,8 @@
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
+#include "access/tableam.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "executor/nodeCustom.h"
@@ -162,6 +164,16 @@ typedef struct JoinFilterState
 	int			skip_keys;		/* the keys the index ruled out, if skipped */
 	int64		scans_skipped;	/* over every scan */
 	int64		scans_asked;
+	/* a scan limited to the ranges that may hold a key (probe_read_ranges) */
+	AmqIndexRanges ranges;		/* n = 0: not limited */
+	int			next_range;
+	bool		range_scan_ours;	/* the child's scan was begun here */
+	int64		passed_early;	/* rows passed before the filter was built */
+	ItemPointerData early_tid;	/* the last of them, as the child scanned it */
+	bool		skip_early_tid; /* a ranged scan will meet it again */
+	int64		scans_ranged;
+	int64		range_blocks;	/* blocks of those ranges, over every scan */
+	int64		range_table_blocks;	/* and of the tables */
 } JoinFilterState;
 
 /*
@@ -837,14 +849,17 @@ probe_begin(CustomScanState *css, EState *estate, int eflags)
 
 	begin_common(node, estate, eflags);
 	node->testing = true;
+	ItemPointerSetInvalid(&node->early_tid);
 }
 
 /* A probe node that stopped testing: its child's rows, as they come. */
+static TupleTableSlot *child_next(JoinFilterState *node);
+
 static TupleTableSlot *
 probe_pass(PlanState *ps)
 {
 	JoinFilterState *node = (JoinFilterState *) ps;
-	TupleTableSlot *slot = ExecProcNode(node->child);
+	TupleTableSlot *slot = child_next(node);
 
 	if (!TupIsNull(slot))
 		InstrCountFiltered2(node, 1);
@@ -875,10 +890,16 @@ probe_decide(JoinFilterState *node)
  * probe-side row before it builds: that row passes, and the rest of its
  * table may still be skipped), when the keys were kept.
  */
+static void probe_read_ranges(JoinFilterState *node, const AmqIndexRanges *ranges,
+							  BlockNumber heap_blocks);
+static void start_range(JoinFilterState *node);
+
 static bool
 probe_skips(JoinFilterState *node)
 {
 	JoinFilter *filter = node->filter;
+	AmqIndexRanges ranges;
+	BlockNumber heap_blocks;
 
 	node->skipped = false;
 	if (filter->shared == NULL && filter->status == JOIN_FILTER_COLLECTING)
@@ -888,13 +909,113 @@ probe_skips(JoinFilterState *node)
 		filter->shared != NULL || !filter->keep_values || filter->values_off)
 		return false;
 	node->scans_asked++;
-	if (amq_index_may_hold_any(node->spec.skip_index, filter->value_type,
-							   filter->values, filter->nvalues))
+	if (!amq_index_ranges_of_values(node->spec.skip_index, filter->value_type,
+									filter->values, filter->nvalues, &ranges, &heap_blocks) ||
+		ranges.everywhere)
 		return false;
-	node->skipped = true;
-	node->skip_keys = filter->nvalues;
-	node->scans_skipped++;
-	return true;
+	if (ranges.n == 0)
+	{
+		node->skipped = true;
+		node->skip_keys = filter->nvalues;
+		node->scans_skipped++;
+		return true;
+	}
+	probe_read_ranges(node, &ranges, heap_blocks);
+	return false;
+}
+
+/*
+ * Reads only the block ranges that may hold a key, when the table under the
+ * node is a heap read by a sequential scan that has not started, and the
+ * ranges cover at most half of it: the scan is limited to one range, and
+ * started again for the next when it ends (child_next).  A row outside
+ * every range has no key of the build side (the index has an entry for
+ * each value and range its rows are in).
+ */
+static void
+probe_read_ranges(JoinFilterState *node, const AmqIndexRanges *ranges,
+				  BlockNumber heap_blocks)
+{
+	SeqScanState *seq = (SeqScanState *) node->child;
+	Relation	rel;
+	int64		blocks = 0;
+	int			i;
+
+	bool		restart = false;
+
+	/*
+	 * A scan begun elsewhere restarts limited to the ranges, when it passed
+	 * one row (the join's look before building): that row, met again, is
+	 * dropped then, as it was already returned.
+	 */
+	if (!IsA(node->child, SeqScanState) || seq->ss.ps.plan->parallel_aware)
+		return;
+	if (seq->ss.ss_currentScanDesc != NULL && !node->range_scan_ours)
+	{
+		if (node->passed_early != 1 || !ItemPointerIsValid(&node->early_tid))
+			return;
+		restart = true;
+	}
+	rel = seq->ss.ss_currentRelation;
+	if (rel->rd_tableam != GetHeapamTableAmRoutine())
+		return;
+	for (i = 0; i < ranges->n; i++)
+		blocks += ranges->len[i];
+	if (blocks * 2 > (int64) heap_blocks)
+		return;
+	node->ranges = *ranges;
+	node->next_range = 0;
+	node->range_blocks += blocks;
+	node->range_table_blocks += heap_blocks;
+	node->scans_ranged++;
+	if (seq->ss.ss_currentScanDesc == NULL)
+	{
+		/* as the scan would begin it at its first row */
+		seq->ss.ss_currentScanDesc = table_beginscan(rel, seq->ss.ps.state->es_snapshot,
+													 0, NULL);
+		node->range_scan_ours = true;
+	}
+	else
+		ExecReScan(node->child);
+	node->skip_early_tid = restart;
+	start_range(node);
+}
+
+/* Limits the child's scan to the next range. */
+static void
+start_range(JoinFilterState *node)
+{
+	SeqScanState *seq = (SeqScanState *) node->child;
+	int			i = node->next_range++;
+
+	heap_setscanlimits(seq->ss.ss_currentScanDesc, node->ranges.first[i],
+					   node->ranges.len[i]);
+}
+
+/* The child's next row, from the next range when one ends. */
+static TupleTableSlot *
+child_next(JoinFilterState *node)
+{
+	for (;;)
+	{
+		TupleTableSlot *slot = ExecProcNode(node->child);
+
+		if (!TupIsNull(slot))
+		{
+			if (unlikely(node->skip_early_tid) &&
+				ItemPointerEquals(&((SeqScanState *) node->child)->ss.ss_ScanTupleSlot->tts_tid,
+								  &node->early_tid))
+			{
+				node->skip_early_tid = false;
+				continue;
+			}
+			return slot;
+		}
+		if (node->next_range >= node->ranges.n)
+			return slot;
+		ExecReScan(node->child);
+		start_range(node);
+	}
 }
 
 static TupleTableSlot *
@@ -919,7 +1040,7 @@ probe_exec(CustomScanState *css)
 		return NULL;
 	for (;;)
 	{
-		TupleTableSlot *slot = ExecProcNode(node->child);
+		TupleTableSlot *slot = child_next(node);
 		const amq_split_block *bloom;
 		uint64		hash;
 
@@ -927,6 +1048,13 @@ probe_exec(CustomScanState *css)
 			return slot;
 		if (!node->testing || (bloom = filter_for_probe(filter)) == NULL)
 		{
+			if (node->testing && filter->shared == NULL &&
+				filter->status == JOIN_FILTER_COLLECTING)
+			{
+				node->passed_early++;
+				if (IsA(node->child, SeqScanState))
+					node->early_tid = ((SeqScanState *) node->child)->ss.ss_ScanTupleSlot->tts_tid;
+			}
 			InstrCountFiltered2(node, 1);
 			return slot;
 		}
@@ -951,6 +1079,11 @@ probe_rescan(CustomScanState *css)
 
 	node->skip_decided = false;
 	node->skipped = false;
+	node->ranges.n = 0;
+	node->next_range = 0;
+	node->passed_early = 0;
+	ItemPointerSetInvalid(&node->early_tid);
+	node->skip_early_tid = false;
 	rescan_child(node);
 }
 
@@ -976,6 +1109,11 @@ probe_explain(CustomScanState *css, List *ancestors, ExplainState *es)
 							psprintf(INT64_FORMAT " of " INT64_FORMAT " scans: %s holds none of the %d keys",
 									 node->scans_skipped, (int64) instr->nloops,
 									 get_rel_name(node->spec.skip_index), node->skip_keys), es);
+	if (node->scans_ranged > 0)
+		ExplainPropertyText("Blocks Read by Filter Index Ranges",
+							psprintf(INT64_FORMAT " of " INT64_FORMAT " (" INT64_FORMAT " scans)",
+									 node->range_blocks, node->range_table_blocks,
+									 node->scans_ranged), es);
 	if (!node->testing)
 		ExplainPropertyText("Runtime Filter Stopped",
 							psprintf("after " INT64_FORMAT " rows, " INT64_FORMAT " rejected",
