@@ -16,7 +16,12 @@
 #   sales      $ROWS sales (day, campaign_id, amount), range-partitioned by
 #              day into 365 partitions; a sale of day d names a campaign
 #              running that day (started in the 7 days up to d), drawn with
-#              hashint8; an amqfilter index on campaign_id.
+#              hashint8; an amqfilter index on campaign_id at
+#              false_positive_rate 0.0001 (AMQ_STAR_FPR): each of the ~1,100
+#              keys asked of a partition that holds none may match at that
+#              rate, and a match reads the partition (each campaign is in
+#              dozens of its blocks: "everywhere"), so the rate is about 0.1
+#              over the keys; the default 0.01 is measured too.
 #
 # The query: the sales of the campaigns that started in four days of March,
 # 1.1% of the campaigns (a dimension filtered to about 1% of its keys):
@@ -46,6 +51,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../test/lib.sh"
 ROWS=${AMQ_STAR_ROWS:-20000000}
 CAMPAIGNS=${AMQ_STAR_CAMPAIGNS:-100000}
 RUNS=${RUNS:-5}
+FPR=${AMQ_STAR_FPR:-0.0001}
 RESULTS_FILE=$AMQ_ROOT/bench/RESULTS.md
 SECTION='## Runtime join filters: skipping partitions'
 for v in ROWS CAMPAIGNS RUNS; do
@@ -83,7 +89,8 @@ q -c "INSERT INTO sales
 	       LATERAL (SELECT greatest(0, ceil((greatest(d - 6, 0))::numeric * $CAMPAIGNS / 365))::int8 AS lo,
 	                       least($CAMPAIGNS - 1, ceil((d + 1)::numeric * $CAMPAIGNS / 365)::int8 - 1) AS hi) r,
 	       LATERAL (SELECT r.lo + abs(s.h / 1000) % (r.hi - r.lo + 1) AS c) k"
-q -c "CREATE INDEX sales_campaign ON sales USING amqfilter (campaign_id)"
+q -c "CREATE INDEX sales_campaign ON sales USING amqfilter (campaign_id)
+	WITH (false_positive_rate = $FPR)"
 q -c "VACUUM ANALYZE sales"
 
 LO="date '2025-03-01'"
@@ -105,6 +112,14 @@ R[on]=${ms[1]}
 R[skipped]=$(q -c "$ON" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $QUERY" \
 	| grep -c 'Skipped by Filter Index' || true)
 R[plan_on]=$(q -c "$ON" -c "EXPLAIN (COSTS OFF) $QUERY" | grep -m1 -o 'Hash Join\|Nested Loop\|Merge Join' || true)
+
+log "timing: on, the index at the default rate"
+q -c "DROP INDEX sales_campaign"
+q -c "CREATE INDEX sales_campaign ON sales USING amqfilter (campaign_id)"
+mapfile -t ms < <(interleaved_ms "$RUNS" "$ON $QUERY")
+R[on_default]=${ms[0]}
+R[skipped_default]=$(q -c "$ON" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $QUERY" \
+	| grep -c 'Skipped by Filter Index' || true)
 
 log "rows on and off"
 q -c "$OFF CREATE TABLE rows_off AS $ROWS_SQL"
@@ -141,7 +156,8 @@ verdict() { awk -v x="$1" -v t="$2" 'BEGIN { print (x >= t ? "met" : "missed") }
 	echo "| plan | ms |"
 	echo "|---|---:|"
 	echo "| join filter off (${R[plan_on]:-?}, every partition read) | ${R[off]} |"
-	echo "| join filter on: partitions skipped by the index | ${R[on]} |"
+	echo "| join filter on: partitions skipped by the index (rate $FPR) | ${R[on]} |"
+	echo "| join filter on, the index at the default rate 0.01 | ${R[on_default]} |"
 	echo "| btree on campaign_id, the planner's choice (${R[plan_bt]:-?}) | ${R[bt_choice]} |"
 	echo "| btree, hash join | ${R[bt_hash]} |"
 	echo "| btree, nested loop of index scans | ${R[bt_nestloop]} |"
@@ -149,8 +165,9 @@ verdict() { awk -v x="$1" -v t="$2" 'BEGIN { print (x >= t ? "met" : "missed") }
 	echo "- On against off: ${on_x}x faster (target 3x: $(verdict "$on_x" 3)). Against"
 	echo "  PostgreSQL's best plan with a btree (${R[bt_best]} ms): ${bt_x}x (target > 1:"
 	echo "  $(verdict "$bt_x" 1.0001))."
-	echo "- Partitions skipped by the filter index: ${R[skipped]} of 365 (EXPLAIN ANALYZE; the"
-	echo "  first partition is read before the build side is)."
+	echo "- Partitions skipped by the filter index: ${R[skipped]} of 365 at rate $FPR,"
+	echo "  ${R[skipped_default]} at the default rate (EXPLAIN ANALYZE), where a key's false"
+	echo "  positive reads the partition."
 	echo "- Rows on and off: ${R[rows]} each, ${R[diff]} differing (EXCEPT ALL both ways)."
 } | results_replace_section "$RESULTS_FILE" "$SECTION"
 log "results in $RESULTS_FILE"
