@@ -56,9 +56,17 @@ AMQ_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # reads META.json in test/meta.sh).
 AMQ_PACKAGES=(postgresql-15 postgresql-server-dev-15 make gcc libc6-dev iproute2 python3)
 
-# First port tried for a throwaway cluster, and how many to try after it.
-AMQ_FIRST_PORT=55432
+# First port tried for a throwaway cluster (AMQ_FIRST_PORT in the environment
+# moves it, say next to another suite's), and how many to try after it: each
+# cluster takes the first free one.
+AMQ_FIRST_PORT=${AMQ_FIRST_PORT:-55432}
 AMQ_PORT_TRIES=200
+if ! [[ $AMQ_FIRST_PORT =~ ^[0-9]+$ ]] || [ "$AMQ_FIRST_PORT" -lt 1024 ] ||
+	[ "$AMQ_FIRST_PORT" -gt $((65535 - AMQ_PORT_TRIES)) ]; then
+	printf 'error: AMQ_FIRST_PORT must be a port from 1024 to %d, not %s\n' \
+		$((65535 - AMQ_PORT_TRIES)) "$AMQ_FIRST_PORT" >&2
+	exit 2
+fi
 
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

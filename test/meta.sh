@@ -7,8 +7,10 @@
 # Checks that META.json is valid JSON with the fields the PGXN meta spec 1.0.0
 # requires, and that its version, provides.amqfilter.version and
 # provides.amqfilter.file agree with EXTVERSION in the Makefile and
-# default_version in amqfilter.control.  PGXN wants semantic versions, so a
-# two-part EXTVERSION (0.2) is written 0.2.0 there; the file is the version's
+# default_version in amqfilter.control, and that it requires the PostgreSQL
+# major version the tests install (and no older).  PGXN wants semantic
+# versions, so a two-part EXTVERSION (0.2) is written 0.2.0 there; the file is
+# the version's
 # full script, amqfilter--EXTVERSION.sql, and must exist.  Needs python3 (or
 # jq); no PostgreSQL.
 set -euo pipefail
@@ -32,8 +34,9 @@ meta_fields() {
 			ext = meta["provides"].get("amqfilter")
 			if not isinstance(ext, dict):
 			    sys.exit("META.json provides nothing named amqfilter")
+			pg = meta.get("prereqs", {}).get("runtime", {}).get("requires", {}).get("PostgreSQL")
 			for v in (meta["name"], meta["version"], ext.get("version"), ext.get("file"),
-			          meta["meta-spec"].get("version")):
+			          meta["meta-spec"].get("version"), pg):
 			    print("" if v is None else v)
 		PY
 	elif command -v jq >/dev/null; then
@@ -42,7 +45,8 @@ meta_fields() {
 			| if (["name", "abstract", "version", "maintainer", "license", "provides", "meta-spec"]
 			      | all(. as $k | $meta | has($k))) and (.provides.amqfilter | type == "object")
 			then .name, .version, (.provides.amqfilter.version // ""),
-			     (.provides.amqfilter.file // ""), (."meta-spec".version // "")
+			     (.provides.amqfilter.file // ""), (."meta-spec".version // ""),
+			     (.prereqs.runtime.requires.PostgreSQL // "")
 			else error("META.json lacks a required field") end' "$1"
 	else
 		die "neither python3 nor jq is installed: cannot read META.json"
@@ -60,6 +64,7 @@ expect_equal() {
 
 main() {
 	local fields name version ext_version ext_file spec extversion control semver
+	local pg_required tested
 	local -a lines
 
 	fields=$(meta_fields "$AMQ_ROOT/META.json") || {
@@ -69,7 +74,7 @@ main() {
 	pass "META.json parses, with the fields the PGXN meta spec requires"
 	mapfile -t lines <<<"$fields"
 	name=${lines[0]} version=${lines[1]} ext_version=${lines[2]} ext_file=${lines[3]}
-	spec=${lines[4]}
+	spec=${lines[4]} pg_required=${lines[5]:-}
 
 	extversion=$(sed -n 's/^EXTVERSION[[:space:]]*=[[:space:]]*\([^[:space:]]*\).*/\1/p' "$AMQ_ROOT/Makefile")
 	control=$(sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" "$AMQ_ROOT/amqfilter.control")
@@ -87,6 +92,9 @@ main() {
 	expect_equal "version (EXTVERSION $extversion)" "$version" "$semver"
 	expect_equal "provides.amqfilter.version (EXTVERSION $extversion)" "$ext_version" "$semver"
 	expect_equal "provides.amqfilter.file" "$ext_file" "amqfilter--$extversion.sql"
+	# it claims what the tests run on: the PostgreSQL test/run.sh installs
+	tested=${AMQ_PACKAGES[0]#postgresql-}
+	expect_equal "prereqs.runtime.requires.PostgreSQL (tested: $tested)" "$pg_required" "$tested.0.0"
 	if [ -f "$AMQ_ROOT/$ext_file" ]; then
 		pass "$ext_file exists"
 	else
