@@ -775,6 +775,12 @@ CREATE FUNCTION amqfilter_index_info(index regclass,
 COMMENT ON FUNCTION amqfilter_index_info(regclass) IS
 	'an amqfilter index: its size, generations, entries (a value and a block range), those that say "everywhere", the table''s blocks per range and ranges, its rate of "maybe" for absent values now and its target, and whether a page or the index filled up (then REINDEX it); for the index of a partitioned table, a row per partition''s index and a total';
 
+CREATE FUNCTION amqfilter_index_candidates(index regclass, value anyelement)
+	RETURNS SETOF regclass
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT ROWS 1;
+COMMENT ON FUNCTION amqfilter_index_candidates(regclass, anyelement) IS
+	'the tables (for the index of a partitioned table, the partitions) whose amqfilter index may hold value; needs SELECT on the column';
+
 CREATE FUNCTION bloom_index_contains(index regclass, value anyelement)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT;

@@ -231,10 +231,24 @@ SELECT i.entries = (SELECT sum(entries) FROM amqfilter_index_info('sk_k') WHERE 
        i.bytes = (SELECT sum(pg_relation_size(partition_index)) FROM amqfilter_index_info('sk_k') WHERE partition_index IS NOT NULL) AS bytes_are_sizes,
        i.pages_per_range IS NULL AS no_single_range
   FROM amqfilter_index_info('sk_k') i WHERE i.partition_index IS NULL;
+-- the partitions that may hold a value: the one that does; for absent
+-- values only false positives (5 of 13,000 partitions asked, at this seed);
+-- none for NULL
+SELECT amqfilter_index_candidates('sk_k', 7919::int8);
+SELECT count(*) AS absent_candidates
+  FROM generate_series(-1000, -1) v, amqfilter_index_candidates('sk_k', v::int8);
+SELECT count(*) FROM amqfilter_index_candidates('sk_k', NULL::int8);
+SELECT amqfilter_index_candidates('sk_0_k_idx', 7919);
+SELECT amqfilter_index_candidates('sk_k', 't7919'::text);
+-- every present value names its partition
+SELECT count(*) AS values_checked,
+       bool_and(tableoid::regclass IN (SELECT amqfilter_index_candidates('sk_k', k))) AS named
+  FROM sk WHERE id % 97 = 0;
 -- the partitioned table's privileges, as for a query of it
 CREATE ROLE sk_nobody;
 SET ROLE sk_nobody;
 SELECT count(*) FROM amqfilter_index_info('sk_k');
+SELECT count(*) FROM amqfilter_index_candidates('sk_k', 7919::int8);
 ALTER INDEX sk_k SET (false_positive_rate = 0.05);
 RESET ROLE;
 DROP ROLE sk_nobody;

@@ -63,6 +63,7 @@
 
 PG_FUNCTION_INFO_V1(amqfilter_index_handler);
 PG_FUNCTION_INFO_V1(amqfilter_index_info);
+PG_FUNCTION_INFO_V1(amqfilter_index_candidates);
 PG_FUNCTION_INFO_V1(bloom_index_contains);
 
 static relopt_kind amq_relopt_kind;
@@ -940,5 +941,81 @@ amqfilter_index_info(PG_FUNCTION_ARGS)
 	nulls[10] = true;
 	index_close(index, AccessShareLock);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
+	PG_RETURN_NULL();
+}
+
+/*
+ * amqfilter_index_candidates(index regclass, value anyelement) -> SETOF regclass
+ *
+ * The tables whose amqfilter index may hold value: for the index of a
+ * partitioned table, each partition whose index does not rule it out, in
+ * the order of their indexes' creation; for an index of one table, that
+ * table or none.  A partition whose index cannot answer for the caller's
+ * snapshot (invalid, not ready, too new) is named: a candidate is never
+ * left out.  The privileges are bloom_index_contains', the partitioned
+ * table's for a partitioned index.
+ */
+Datum
+amqfilter_index_candidates(PG_FUNCTION_ARGS)
+{
+	const char *fname = "amqfilter_index_candidates";
+	Oid			indexoid = PG_GETARG_OID(0);
+	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	Datum		value = PG_GETARG_DATUM(1);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	List	   *indexes;
+	Relation	top;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (get_rel_relkind(indexoid) == RELKIND_PARTITIONED_INDEX)
+	{
+		top = open_partitioned_index(indexoid, fname);
+		check_may_read(top, fname);
+		indexes = find_all_inheritors(indexoid, NoLock, NULL);
+	}
+	else
+	{
+		top = open_index_checked(indexoid, fname);
+		indexes = list_make1_oid(indexoid);
+	}
+	foreach(lc, indexes)
+	{
+		Oid			child = lfirst_oid(lc);
+		Relation	index;
+		AmqIndexHasher hasher;
+		bool		maybe = true;
+		Datum		out;
+		bool		isnull = false;
+
+		CHECK_FOR_INTERRUPTS();
+		if (get_rel_relkind(child) != RELKIND_INDEX)
+			continue;
+		index = child == indexoid ? top : open_index(child, fname);
+		if (!amq_index_hasher_init(&hasher, index, type, CurrentMemoryContext))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("a value of type %s cannot be looked up in index \"%s\" of type %s",
+							format_type_be(type), RelationGetRelationName(index),
+							format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid)),
+					 errhint("Cast the value to %s.",
+							 format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid))));
+		check_value_collation(index, type, PG_GET_COLLATION());
+		if (amq_index_usable(index))
+		{
+			AmqIndexMeta meta;
+
+			amq_index_flush(child);
+			amq_index_read_meta(index, &meta);
+			maybe = amq_index_may_contain(index, &meta,
+										  amq_index_hash(&hasher, meta.seed, value));
+		}
+		out = ObjectIdGetDatum(index->rd_index->indrelid);
+		if (index != top)
+			index_close(index, AccessShareLock);
+		if (maybe)
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &out, &isnull);
+	}
+	index_close(top, AccessShareLock);
 	PG_RETURN_NULL();
 }
