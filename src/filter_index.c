@@ -694,6 +694,26 @@ check_value_collation(Relation index, Oid type, Oid collation)
 }
 
 /*
+ * How the index hashes a value of type under collation: an error for a type
+ * its operator family has no hash function for, or a collation it cannot
+ * answer under (check_value_collation).
+ */
+static void
+value_hasher(AmqIndexHasher *hasher, Relation index, Oid type, Oid collation,
+			 MemoryContext cxt)
+{
+	if (!amq_index_hasher_init(hasher, index, type, cxt))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("a value of type %s cannot be looked up in index \"%s\" of type %s",
+						format_type_be(type), RelationGetRelationName(index),
+						format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid)),
+				 errhint("Cast the value to %s.",
+						 format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid))));
+	check_value_collation(index, type, collation);
+}
+
+/*
  * bloom_index_contains(index regclass, value anyelement) -> boolean: false
  * if the index rules the value out of its column, true ("maybe") if not.
  * NULL for a NULL value.  The key guard of plain SQL: as cheap as a probe
@@ -739,15 +759,7 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 	check_usable(index);
 	if (!cache->have_hasher || cache->type != type)
 	{
-		if (!amq_index_hasher_init(&cache->hasher, index, type, fcinfo->flinfo->fn_mcxt))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("a value of type %s cannot be looked up in index \"%s\" of type %s",
-							format_type_be(type), RelationGetRelationName(index),
-							format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid)),
-					 errhint("Cast the value to %s.",
-							 format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid))));
-		check_value_collation(index, type, PG_GET_COLLATION());
+		value_hasher(&cache->hasher, index, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
 		cache->type = type;
 		cache->have_hasher = true;
 	}
@@ -992,15 +1004,7 @@ amqfilter_index_candidates(PG_FUNCTION_ARGS)
 		if (get_rel_relkind(child) != RELKIND_INDEX)
 			continue;
 		index = child == indexoid ? top : open_index(child, fname);
-		if (!amq_index_hasher_init(&hasher, index, type, CurrentMemoryContext))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("a value of type %s cannot be looked up in index \"%s\" of type %s",
-							format_type_be(type), RelationGetRelationName(index),
-							format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid)),
-					 errhint("Cast the value to %s.",
-							 format_type_be(TupleDescAttr(RelationGetDescr(index), 0)->atttypid))));
-		check_value_collation(index, type, PG_GET_COLLATION());
+		value_hasher(&hasher, index, type, PG_GET_COLLATION(), CurrentMemoryContext);
 		if (amq_index_usable(index))
 		{
 			AmqIndexMeta meta;
