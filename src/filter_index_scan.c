@@ -89,6 +89,30 @@ ranges_blocks(const AmqIndexRanges *r, double cap)
 	return Min(blocks, cap);
 }
 
+/*
+ * Adds what a lookup in a page of generation g found: n range numbers of
+ * the room given, or "everywhere" (n < 0).
+ */
+static void
+add_lookup(AmqIndexRanges *out, const AmqIndexGen *g, const uint32 *ranges, int n,
+		   int room)
+{
+	int			j;
+
+	if (n < 0)
+		out->everywhere = true;
+	for (j = 0; j < n && j < room; j++)
+	{
+		uint64		first = (uint64) ranges[j] * g->pages_per_range;
+
+		/* no row's block maps past the last (an entry a page got wrong) */
+		if (first <= MaxBlockNumber)
+			ranges_add(out, (BlockNumber) first,
+					   (uint32) Min((uint64) g->pages_per_range,
+									(uint64) MaxBlockNumber + 1 - first));
+	}
+}
+
 /* Reads page pg of generation gen, share-locked and checked. */
 static Buffer
 read_gen_page(Relation index, const AmqIndexGen *g, uint32 gen, uint32 pg)
@@ -190,19 +214,7 @@ amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
 				int			nr = amq_rt_lookup(&geom, &AmqIndexPageGetHeader(page)->table,
 											   AmqIndexPageGetSlots(page), placed[j].key,
 											   ranges, lengthof(ranges));
-				int			k;
-
-				if (nr < 0)
-					out->everywhere = true;
-				for (k = 0; k < nr && k < (int) lengthof(ranges); k++)
-				{
-					uint64		first = (uint64) ranges[k] * g->pages_per_range;
-
-					if (first <= MaxBlockNumber)
-						ranges_add(out, (BlockNumber) first,
-								   (uint32) Min((uint64) g->pages_per_range,
-												(uint64) MaxBlockNumber + 1 - first));
-				}
+				add_lookup(out, g, ranges, nr, lengthof(ranges));
 			}
 			UnlockReleaseBuffer(buf);
 			while (j < n && placed[j].page == pg)
@@ -233,7 +245,6 @@ amq_index_probe(Relation index, const AmqIndexMeta *meta, uint64 hash,
 		Buffer		buf;
 		Page		page;
 		int			n;
-		int			j;
 
 		amq_index_locate(meta, &geom, i, hash, &pg, &key);
 		buf = read_gen_page(index, g, i, pg);
@@ -241,18 +252,7 @@ amq_index_probe(Relation index, const AmqIndexMeta *meta, uint64 hash,
 		n = amq_rt_lookup(&geom, &AmqIndexPageGetHeader(page)->table,
 						  AmqIndexPageGetSlots(page), key, ranges, lengthof(ranges));
 		UnlockReleaseBuffer(buf);
-		if (n < 0)
-			out->everywhere = true;
-		for (j = 0; j < n && j < (int) lengthof(ranges); j++)
-		{
-			uint64		first = (uint64) ranges[j] * g->pages_per_range;
-
-			/* no row's block maps past the last (an entry a page got wrong) */
-			if (first <= MaxBlockNumber)
-				ranges_add(out, (BlockNumber) first,
-						   (uint32) Min((uint64) g->pages_per_range,
-										(uint64) MaxBlockNumber + 1 - first));
-		}
+		add_lookup(out, g, ranges, n, lengthof(ranges));
 	}
 }
 

@@ -598,7 +598,6 @@ typedef struct Rewrite
 {
 	PlannedStmt *stmt;
 	Oid			amoid;			/* amqfilter's access method */
-	int			cursor_options;
 } Rewrite;
 
 static bool
@@ -889,7 +888,6 @@ skip_planner(Query *parse, const char *query_string, int cursorOptions,
 		return stmt;
 	rw.stmt = stmt;
 	rw.amoid = get_index_am_oid("amqfilter", true);
-	rw.cursor_options = cursorOptions;
 	if (!OidIsValid(rw.amoid))
 		return stmt;
 	rewrite_tree(&rw, &stmt->planTree, false);

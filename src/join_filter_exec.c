@@ -467,6 +467,9 @@ filter_keep_value(JoinFilterState *node, TupleTableSlot *slot)
 	if (isnull)
 		return;
 	old = MemoryContextSwitchTo(filter->cxt);
+	/* detoasted once here, not at every table's probe */
+	if (filter->value_len == -1)
+		value = PointerGetDatum(PG_DETOAST_DATUM_PACKED(value));
 	if (filter->nvalues == filter->maxvalues)
 	{
 		filter->maxvalues = Max(filter->maxvalues * 2, 256);
