@@ -27,10 +27,10 @@ GLUE_SRCS = src/amqfilter.c src/filter_cache.c src/filter_access.c src/hashing.c
 	src/filter_compare.c \
 	src/filter_agg.c src/filter_agg_sizeless.c src/filter_overfill.c src/filter_selectivity.c \
 	src/bloom_type.c src/bloom_ops.c src/bloom_agg.c \
-	src/cuckoo_type.c src/cuckoo_ops.c src/cuckoo_agg.c src/partition_track.c \
+	src/cuckoo_type.c src/cuckoo_ops.c src/cuckoo_agg.c \
 	src/filter_index.c src/filter_index_build.c src/filter_index_insert.c \
 	src/filter_index_scan.c src/filter_index_skip.c src/filter_index_options.c \
-	src/partition_filter.c src/join_filter_plan.c src/join_filter_exec.c
+	src/join_filter_plan.c src/join_filter_exec.c
 OBJS = $(CORE_SRCS:.c=.o) $(GLUE_SRCS:.c=.o)
 
 REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
@@ -38,7 +38,7 @@ REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 	cuckoo_basic cuckoo_hashing cuckoo_agg cuckoo_io cuckoo_malformed \
 	cuckoo_parallel cuckoo_fpr identity collation_identity cuckoo_limits merge_once filter_equality \
 	slice_probe selectivity \
-	bloom_counting partition_filter partition_stale partition_security \
+	bloom_counting \
 	antijoin recipes filter_index index_trust index_ranges index_skip sizeless overfill join_filter safety probe_cache
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 

@@ -9,7 +9,7 @@
 # longer is reported as a timeout, never waited for) and loads
 # orders(id int8, customer_id int8, note text), UNLOGGED, range-partitioned on id
 # into $PARTS partitions of $PART_ROWS rows, every customer_id once, scattered
-# over the partitions (bench/partitions.sh's data).  Then, for each set-up in
+# over the partitions.  Then, for each set-up in
 # turn -- no index; a btree on customer_id; BRIN bloom
 # (int8_bloom_ops(false_positive_rate = 0.001)); amqfilter
 # (false_positive_rate = 0.001) -- all created on the partitioned table, so on

@@ -347,12 +347,11 @@ machine_info() {
 write_results() {
 	local kept heading
 	# the sections bench/sharded.sh, bench/probe.sh, bench/joins.sh,
-	# bench/partitions.sh, bench/index.sh, bench/sizeless.sh, bench/shapes.sh
+	# bench/index.sh, bench/sizeless.sh, bench/shapes.sh
 	# and bench/joinfilter.sh write stay as they were
 	kept=$(for heading in "## Sharded tables (postgres_fdw)" \
 		"## Stored filters: probes through slices" \
 		"## Joins, builds and estimates" \
-		"## Partition filters" \
 		"## Filter index" \
 		"## Sizeless aggregates" \
 		"## Query shapes: a join to a table of filters, a probe in a function" \

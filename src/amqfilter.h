@@ -18,8 +18,6 @@
  *	cuckoo_type.c		and mismatch errors (bloom_type.h, cuckoo_type.h)
  *	bloom_ops.c ...		the SQL-visible functions of each type (*_ops.c,
  *						*_agg.c)
- *	partition_track.c	partition filters (partition_filter.h): what
- *	partition_filter.c	writers pay, and the builds and lookups
  *
  * A file calls only files above it; the core (src/core/, plain C) is below
  * the whole glue and calls nothing of it.

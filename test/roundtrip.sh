@@ -20,11 +20,10 @@
 #      The unpatched originals load through the same files, so the fixtures work;
 #   4. the largest filter amqfilter builds (~800 MB) through pg_dump and restore:
 #      byte-identical (about a minute);
-#   5. partition filters (bloom_partition_build) are not dumped: after either
-#      restore no filter is there, lookups return every row, a build gives the
-#      same candidates for fixed values as a build of the source, and a write
-#      after it is recorded; the filter index is dumped as its definition and
-#      rebuilt on every partition by the restore.
+#   5. the filter index of a partitioned table is dumped as its definition and
+#      rebuilt on every partition by either restore: lookups through it find
+#      every row (one written after the source's build, one after the restore),
+#      and amqfilter_index_candidates names every partition holding a value.
 #
 # It prints PASS or FAIL per check and exits non-zero when any check failed.
 #
@@ -287,7 +286,8 @@ report() {
 # Checks
 # ---------------------------------------------------------------------------
 
-# Partition filters of a two-level partitioned table, one of them stale.
+# The filter index of a two-level partitioned table, and a row written after
+# its build.
 PARTITION_FIXTURES_SQL="
 SET client_min_messages = warning;
 CREATE TABLE pt (id int8, k text) PARTITION BY RANGE (id);
@@ -297,68 +297,40 @@ CREATE TABLE pt_2a PARTITION OF pt_2 FOR VALUES FROM (1000) TO (2000);
 CREATE TABLE pt_2b PARTITION OF pt_2 FOR VALUES FROM (2000) TO (3000);
 INSERT INTO pt SELECT g, 'k' || (g % 1500) FROM generate_series(0, 2999) g;
 CREATE INDEX pt_k_filter ON pt USING amqfilter (k);
-SELECT count(*) FROM bloom_partition_build('pt', 'k');
 INSERT INTO pt VALUES (2500, 'written after the build');"
 
 PARTITION_VALUES="('k1'), ('k700'), ('k1499'), ('nope'), ('written after the build'), ('after the restore')"
 
-# per value: the rows the lookup returns and the rows that are there
+# per value: the rows a query that can only read the partitions through the
+# index returns, the rows that are there, and whether every partition that
+# holds the value is a candidate of the index
 PARTITION_LOOKUP_SQL="
-SELECT v, (SELECT count(*) FROM bloom_partition_lookup(NULL::pt, 'k', v)),
-       (SELECT count(*) FROM pt WHERE k = v)
+SET enable_seqscan = off;
+SELECT v, (SELECT count(*) FROM pt WHERE k = v),
+       (SELECT count(*) FROM pt WHERE k || '' = v),
+       (SELECT coalesce(bool_and(c), true) FROM (
+           SELECT tableoid::regclass IN (SELECT amqfilter_index_candidates('pt_k_filter', v)) c
+             FROM pt WHERE k || '' = v) x)
   FROM (VALUES $PARTITION_VALUES) x(v) ORDER BY v;"
 
-# the filters' states, then the candidates for fixed values
-PARTITION_REPORT_SQL="
-SELECT partition::text, state FROM bloom_partition_status('pt', 'k') ORDER BY 1;
-SELECT v, string_agg(c::text, ',' ORDER BY c::text)
-  FROM (VALUES $PARTITION_VALUES) x(v),
-       bloom_partition_candidates('pt', 'k', v) c
- GROUP BY v ORDER BY v;"
-
-setup_partition_filters() {
+setup_partition_index() {
+	local n
 	q -d "$SRC_DB" -c "$PARTITION_FIXTURES_SQL" >/dev/null \
-		|| { fail "fixture: partition filters built"; return 1; }
-	q_at "$SRC_DB" "$PARTITION_REPORT_SQL" >"$WORK/src.partitions"
-	if [ "$(grep -c '|current$' "$WORK/src.partitions")" -eq 2 ] \
-		&& [ "$(grep -c '|written$' "$WORK/src.partitions")" -eq 1 ]; then
-		pass "fixture: partition filters (2 current, 1 written)"
+		|| { fail "fixture: partitioned table with a filter index"; return 1; }
+	n=$(q_at "$SRC_DB" "SELECT count(*) FROM amqfilter_index_info('pt_k_filter')") || true
+	if [ "$n" = 4 ]; then
+		pass "fixture: partitioned table with a filter index (3 partitions' indexes and a total)"
 	else
-		fail "fixture: partition filters (2 current, 1 written)"
-		sed 's/^/      /' "$WORK/src.partitions"
+		fail "fixture: partitioned table with a filter index (3 partitions' indexes and a total; '$n' rows)"
 	fi
 }
 
-# check_partition_filters DB TAG: partition filters are not dumped (a filter
-# restored into other storage could not be told current, see
-# src/partition_filter.c): after the restore every partition is read and lookups
-# are exact; a build there gives the candidates a build of the source gives, and
-# a write after it is recorded.
-check_partition_filters() {
-	local db=$1 tag=$2 n state
-	n=$(q_at "$db" "SELECT count(*) FROM amqfilter_partition_filter") || true
-	if [ "$n" = 0 ]; then
-		pass "$tag dump: no partition filter restored"
-	else
-		fail "$tag dump: no partition filter restored ($n rows)"
-	fi
-	q_at "$db" "$PARTITION_LOOKUP_SQL" >"$WORK/$tag.lookups" || true
-	if [ -s "$WORK/$tag.lookups" ] && ! awk -F'|' '$2 != $3 { bad = 1 } END { exit bad }' "$WORK/$tag.lookups"; then
-		fail "$tag dump: lookups before a build return every row"
-		sed 's/^/      /' "$WORK/$tag.lookups"
-	elif [ -s "$WORK/$tag.lookups" ]; then
-		pass "$tag dump: lookups before a build return every row"
-	else
-		fail "$tag dump: lookups before a build return every row (no output)"
-	fi
-	q -d "$SRC_DB" -c "SET client_min_messages = warning; SELECT count(*) FROM bloom_partition_build('pt', 'k')" >/dev/null || true
-	q_at "$SRC_DB" "$PARTITION_REPORT_SQL" >"$WORK/src-rebuilt.partitions" || true
-	q -d "$db" -c "SET client_min_messages = warning; SELECT count(*) FROM bloom_partition_build('pt', 'k')" >/dev/null || true
-	q_at "$db" "$PARTITION_REPORT_SQL" >"$WORK/$tag.partitions" || true
-	compare "$tag dump: a build after the restore gives the source's filters and candidates" \
-		"$WORK/src-rebuilt.partitions" "$WORK/$tag.partitions"
-	# the filter index: dumped as its definition, built by the restore
-	local index
+# check_partition_index DB TAG: the filter index is dumped as its definition
+# and rebuilt on every partition by the restore; lookups through it find every
+# row (the row written after the source's build too), its candidates name every
+# partition that holds a value, and a write after the restore is found.
+check_partition_index() {
+	local db=$1 tag=$2 index
 	index=$(q_at "$db" "SET enable_seqscan = off;
 		SELECT (SELECT count(*) FROM pg_indexes WHERE indexdef ~ 'USING amqfilter'),
 		       (SELECT count(*) FROM pt WHERE k = 'k700'),
@@ -370,13 +342,16 @@ check_partition_filters() {
 	else
 		fail "$tag dump: the filter index is rebuilt on every partition and answers ('$index')"
 	fi
-	q_at "$db" "INSERT INTO pt VALUES (5, 'after the restore')" || true
-	state=$(q_at "$db" "SELECT state FROM bloom_partition_status('pt', 'k')
-		WHERE partition = 'pt_1'::regclass") || true
-	if [ "$state" = written ]; then
-		pass "$tag dump: a write after the restore is recorded"
+	q_at "$db" "INSERT INTO pt VALUES (5, 'after the restore')" >/dev/null || true
+	q_at "$db" "$PARTITION_LOOKUP_SQL" >"$WORK/$tag.lookups" || true
+	if [ "$(wc -l <"$WORK/$tag.lookups")" -eq 6 ] \
+		&& awk -F'|' '$2 != $3 || $4 != "t" { bad = 1 } END { exit bad }' "$WORK/$tag.lookups" \
+		&& grep -q '^after the restore|1|1|t$' "$WORK/$tag.lookups" \
+		&& grep -q '^written after the build|1|1|t$' "$WORK/$tag.lookups"; then
+		pass "$tag dump: lookups through the index find every row, and its candidates every partition"
 	else
-		fail "$tag dump: a write after the restore is recorded ('$state')"
+		fail "$tag dump: lookups through the index find every row, and its candidates every partition"
+		sed 's/^/      /' "$WORK/$tag.lookups"
 	fi
 }
 
@@ -421,7 +396,7 @@ check_dump_plain() {
 	report "$PLAIN_DB" "" plain
 	compare "plain dump: filters byte-identical" "$WORK/src.bytes" "$WORK/plain.bytes"
 	compare "plain dump: filters answer the same" "$WORK/src.answers" "$WORK/plain.answers"
-	check_partition_filters "$PLAIN_DB" plain
+	check_partition_index "$PLAIN_DB" plain
 }
 
 check_dump_custom() {
@@ -442,7 +417,7 @@ check_dump_custom() {
 	report "$CUSTOM_DB" "" custom
 	compare "custom dump: filters byte-identical" "$WORK/src.bytes" "$WORK/custom.bytes"
 	compare "custom dump: filters answer the same" "$WORK/src.answers" "$WORK/custom.answers"
-	check_partition_filters "$CUSTOM_DB" custom
+	check_partition_index "$CUSTOM_DB" custom
 }
 
 # The largest filter amqfilter builds (just under its size limit, ~800 MB) must
@@ -668,7 +643,7 @@ main() {
 	fi
 	WORK=$(mktemp -d /tmp/amqfilter-roundtrip.XXXXXX)
 
-	if setup_source && setup_partition_filters; then
+	if setup_source && setup_partition_index; then
 		check_dump_plain
 		check_dump_custom
 		check_copy binary

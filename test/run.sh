@@ -9,8 +9,8 @@
 # unit tests plain and under ASan/UBSan, then the pg_regress suite against a
 # throwaway cluster, every SQL example of README.md and docs/ (test/docs.sh),
 # the dump/restore and COPY round trips (test/roundtrip.sh), the in-place
-# upgrade from every older version (test/upgrade.sh), partition filters and
-# the filter index on a logical replication subscriber (test/replication.sh),
+# upgrade from every older version (test/upgrade.sh), the filter index on a
+# logical replication subscriber (test/replication.sh),
 # the filter index through a streaming standby, a crash and concurrent writers
 # (test/index_wal.sh), corrupted index pages (test/index_corrupt.sh),
 # filters across restores and schema moves
