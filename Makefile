@@ -23,15 +23,14 @@ CORE_SRCS = src/core/amq_status.c src/core/amq_base64.c src/core/amq_bloom.c \
 	src/core/amq_cuckoo_membership.c src/core/amq_cuckoo_delete.c \
 	src/core/amq_cuckoo_counter.c src/core/amq_cuckoo_merge.c \
 	src/core/amq_cuckoo_stats.c src/core/amq_range_table.c
-GLUE_SRCS = src/amqfilter.c src/filter_cache.c src/filter_access.c src/hashing.c src/filter_io.c \
-	src/filter_compare.c \
-	src/filter_agg.c src/filter_agg_sizeless.c src/filter_overfill.c src/filter_selectivity.c \
-	src/bloom_type.c src/bloom_ops.c src/bloom_agg.c \
-	src/cuckoo_type.c src/cuckoo_ops.c src/cuckoo_agg.c \
-	src/filter_index.c src/filter_index_build.c src/filter_index_insert.c \
-	src/filter_index_scan.c src/filter_index_skip.c src/filter_index_options.c \
-	src/join_filter_plan.c src/join_filter_exec.c
-OBJS = $(CORE_SRCS:.c=.o) $(GLUE_SRCS:.c=.o)
+# The PostgreSQL glue, by feature (src/README.md says what each folder holds
+# and which folders it may use); src/module.c is the library's entry point.
+GLUE_SRCS = $(wildcard src/glue/*.c)
+TYPES_SRCS = $(wildcard src/types/*.c)
+INDEX_SRCS = $(wildcard src/index/*.c)
+JOIN_SRCS = $(wildcard src/join/*.c)
+PG_SRCS = src/module.c $(GLUE_SRCS) $(TYPES_SRCS) $(INDEX_SRCS) $(JOIN_SRCS)
+OBJS = $(CORE_SRCS:.c=.o) $(PG_SRCS:.c=.o)
 
 REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 	bloom_parallel bloom_fpr \
@@ -49,8 +48,13 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# Every file names what it includes by its folder ("glue/amqfilter.h",
+# "core/amq_bloom.h"), from src/: the folder is the dependency.  After PGXS,
+# so that a PG_CPPFLAGS given on the command line does not replace it.
+override CPPFLAGS := -I$(srcdir:%/=%)/src $(CPPFLAGS)
+
 # PGXS tracks no header dependencies: rebuild everything when a header changes.
-$(OBJS): $(wildcard src/*.h src/core/*.h)
+$(OBJS): $(wildcard src/*/*.h)
 
 # The core must stay free of PostgreSQL: it is also built without it below.
 .PHONY: core-purity unittest unittest-asan
@@ -80,7 +84,7 @@ unittest: core-purity prefetch-check $(UNIT_TESTS)
 # transition, which requests each row's line) still prefetch
 # (test/prefetch_check.sh says why that can silently stop).
 PREFETCH_OBJS = src/core/amq_bloom.o src/core/amq_bloom_counting.o \
-	src/core/amq_bloom_dleft.o src/core/amq_cuckoo_membership.o src/filter_agg.o
+	src/core/amq_bloom_dleft.o src/core/amq_cuckoo_membership.o src/glue/filter_agg.o
 .PHONY: prefetch-check
 prefetch-check: $(PREFETCH_OBJS)
 	@bash test/prefetch_check.sh $(PREFETCH_OBJS)

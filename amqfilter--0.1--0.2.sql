@@ -89,7 +89,7 @@ COMMENT ON FUNCTION bloom_count(bloom, anyelement) IS
 	'copies of the value in a counting or dleft filter, never fewer than were added and not deleted; 1 if a blocked or classic filter may contain it, else 0';
 
 -- bloom_agg(value, p [, layout]): sized from the values themselves
--- (src/filter_agg_sizeless.c)
+-- (src/glue/filter_agg_sizeless.c)
 CREATE FUNCTION bloom_agg_sizeless_transfn(internal, anyelement, double precision)
 	RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
@@ -476,7 +476,7 @@ COMMENT ON OPERATOR CLASS cuckoo_ops USING hash IS
 	'cuckoo filters by the hash of their bytes, for hash aggregation, hash joins and hash indexes';
 
 --
--- The amqfilter index access method (src/filter_index.c): a bloom filter of
+-- The amqfilter index access method (src/index/index_handler.c): a bloom filter of
 -- a column on index pages, kept current by PostgreSQL on every write path.
 -- A scan of "column = value" or "column = ANY (array)" that the filter
 -- rules out reads nothing of the table, so a partition it rules out is

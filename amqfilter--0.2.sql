@@ -155,7 +155,7 @@ COMMENT ON OPERATOR & (bloom, bloom) IS 'intersection of bloom filters';
 -- classes, so that DISTINCT, GROUP BY, UNION, unique constraints and hash
 -- and merge joins work.  Filters of the same values built with another n, p
 -- or layout are not equal.  The order is there because btree needs one: it
--- is total, and means nothing beyond equality (src/filter_compare.c).
+-- is total, and means nothing beyond equality (src/glue/filter_compare.c).
 --
 CREATE FUNCTION bloom_eq(bloom, bloom) RETURNS boolean
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
@@ -395,7 +395,7 @@ COMMENT ON AGGREGATE bloom_union_agg(bloom) IS
 	'union of the non-null bloom filters; all must have the same geometry';
 
 -- bloom_agg(value, p [, layout]): sized from the values themselves
--- (src/filter_agg_sizeless.c)
+-- (src/glue/filter_agg_sizeless.c)
 CREATE FUNCTION bloom_agg_sizeless_transfn(internal, anyelement, double precision)
 	RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
@@ -824,7 +824,7 @@ COMMENT ON AGGREGATE cuckoo_union_agg(cuckoo) IS
 	'union of the non-null cuckoo filters; all must have the same geometry';
 
 --
--- The amqfilter index access method (src/filter_index.c): a bloom filter of
+-- The amqfilter index access method (src/index/index_handler.c): a bloom filter of
 -- a column on index pages, kept current by PostgreSQL on every write path.
 -- A scan of "column = value" or "column = ANY (array)" that the filter
 -- rules out reads nothing of the table, so a partition it rules out is

@@ -26,7 +26,7 @@
 #               application waits, against the same baselines.  Target: <= 3x.
 #   calibration what one slice costs in chunks of a whole read, the constant
 #               behind the 'auto' rule (AMQ_CHUNK_COST_SLICES in
-#               src/filter_access.c)
+#               src/glue/filter_access.c)
 #
 # Times are medians of RUNS runs (default 9; 3 for the scans) of EXPLAIN
 # (ANALYZE, TIMING OFF)'s "Execution Time", in one session after a warm-up run
@@ -211,7 +211,7 @@ bench_calibration() {
 slices took ${m[0]} ms, reading it whole once ${m[1]} ms: $per_slice µs a slice. One
 probe reading its $chunks chunks whole took ${m[2]} ms, through slices ${m[3]} ms:
 $per_chunk µs a chunk. A chunk read whole cost as much as
-$(awk -v a="$per_slice" -v b="$per_chunk" 'BEGIN { printf "%.1f", (a > 0) ? b / a : 0 }') slices (the 'auto' rule assumes $(sed -n 's/^#define AMQ_CHUNK_COST_SLICES[[:space:]]*//p' "$AMQ_ROOT/src/filter_access.c"): AMQ_CHUNK_COST_SLICES in src/filter_access.c)."
+$(awk -v a="$per_slice" -v b="$per_chunk" 'BEGIN { printf "%.1f", (a > 0) ? b / a : 0 }') slices (the 'auto' rule assumes $(sed -n 's/^#define AMQ_CHUNK_COST_SLICES[[:space:]]*//p' "$AMQ_ROOT/src/glue/filter_access.c"): AMQ_CHUNK_COST_SLICES in src/glue/filter_access.c)."
 	echo "$CALIBRATION"
 }
 

@@ -1,4 +1,4 @@
--- Filters compare by their bytes (src/filter_compare.c): = and <>, and btree
+-- Filters compare by their bytes (src/glue/filter_compare.c): = and <>, and btree
 -- and hash operator classes, so that DISTINCT, GROUP BY, UNION, unique
 -- constraints and hash and merge joins work on filter columns.  Before 0.2
 -- each of these failed: "operator does not exist: bloom = bloom", "could not

@@ -5,7 +5,8 @@
 #
 # Installs PostgreSQL 15 and a C toolchain when missing (as root), checks that
 # META.json names the version the tree builds (test/meta.sh), builds and
-# installs the extension (any compiler warning fails the build), runs the core
+# installs the extension (any compiler warning fails the build), checks that
+# the source tree's dependencies run one way (test/layers.py), runs the core
 # unit tests plain and under ASan/UBSan, then the pg_regress suite against a
 # throwaway cluster, every SQL example of README.md and docs/ (test/docs.sh),
 # the dump/restore and COPY round trips (test/roundtrip.sh), the in-place
@@ -89,6 +90,11 @@ main() {
 	run_step packages ensure_packages || true
 	run_step meta bash "$AMQ_ROOT/test/meta.sh" || true
 	run_step build build_and_install || built=no
+	# the source tree's dependencies run one way (src/README.md); reads the
+	# objects the build left
+	if [ "$built" = yes ]; then
+		run_step layers python3 "$AMQ_ROOT/test/layers.py" || true
+	fi
 	run_step unittest pgxs_make unittest || true
 	run_step unittest-asan pgxs_make unittest-asan || true
 	# the fuzz harnesses, 6 s each (seven of them, under a minute with the

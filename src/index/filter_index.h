@@ -1,0 +1,283 @@
+/*
+ * filter_index.h
+ *		The amqfilter index access method: for each value of a column, the
+ *		block ranges of the table that may hold it, on index pages that
+ *		PostgreSQL keeps current on every write path.
+ *
+ * On disk (docs/format.md, "The filter index"): block 0 is the metapage,
+ * the rest hold generations, each a run of consecutive pages.  A key's hash
+ * picks one page of each generation, and in it a table of (fingerprint,
+ * range) entries (core/amq_range_table.h): a probe reads the metapage and a
+ * page per generation, whatever the number of ranges, and returns the
+ * ranges, each pages_per_range blocks of the table (the generation's), whose
+ * rows may hold the value.  A data page has a small header (its generation
+ * and its table's counts) and its slots from byte 64 on.  Every page is a
+ * standard page.  A data page with entries has pd_lower and pd_upper both
+ * at its end: it has no hole, so generic WAL logs every byte that changed;
+ * a new, empty one has its slots as its hole (pd_lower at byte 64), which
+ * its full-page image leaves out.
+ *
+ * Prototypes are grouped by the file that defines them, from the bottom of
+ * index/ up (a file calls only files listed before it):
+ *	index_meta.c		options, the metapage, page layout and checks, and
+ *						whether an index may answer for the caller
+ *	index_build.c		building, hashing values, and writing new pages
+ *	index_insert.c		inserting, in batches, and growing
+ *	index_scan.c		probing, scans and the planner's cost estimate
+ *	index_skip.c		skipping partitions: the AmqFilter Scan and Append
+ *	index_options.c		ALTER INDEX SET/RESET on a partitioned index
+ *	index_handler.c		the handler, validation, vacuum, and the setup
+ *	index_sql.c			the SQL functions around the index
+ */
+#ifndef FILTER_INDEX_H
+#define FILTER_INDEX_H
+
+#include "postgres.h"
+
+#include "access/amapi.h"
+#include "access/genam.h"
+#include "nodes/pathnodes.h"
+#include "nodes/plannodes.h"
+#include "storage/block.h"
+#include "utils/array.h"
+#include "utils/relcache.h"
+
+#include "core/amq_range_table.h"
+
+#define AMQ_INDEX_MAGIC			0x414D5149	/* "AMQI" */
+/*
+ * 3: block ranges: tables of (fingerprint, range) entries (2 was a bloom
+ * filter of the whole table, with a seed of its own and 64-bit integers;
+ * 1 the same with a fixed seed)
+ */
+#define AMQ_INDEX_VERSION		3
+#define AMQ_INDEX_METAPAGE		0
+/* where a data page's slots begin: past the page header and ours */
+#define AMQ_INDEX_SLOTS_OFFSET	64
+#define AMQ_INDEX_SLOT_BYTES	(BLCKSZ - AMQ_INDEX_SLOTS_OFFSET)
+/* the support function: the type's extended (64-bit, seeded) hash */
+#define AMQ_INDEX_HASH_PROC		1
+#define AMQ_INDEX_NPROCS		1
+/* the one strategy: equality */
+#define AMQ_INDEX_EQUAL			1
+#define AMQ_INDEX_NSTRATEGIES	1
+/* headroom the build leaves over the entries it counted */
+#define AMQ_INDEX_HEADROOM		1.1
+/* the share of a generation's slots its capacity fills */
+#define AMQ_INDEX_LOAD			0.85
+/* a generation's capacity is this many times its predecessor's */
+#define AMQ_INDEX_GROWTH		4
+/* generations an index may have */
+#define AMQ_INDEX_MAX_GENS		16
+/*
+ * the least capacity of a generation, in entries: an index built on an
+ * empty table starts with a few pages, so that growing to any number of
+ * values takes few generations
+ */
+#define AMQ_INDEX_MIN_CAPACITY	4096
+/*
+ * fingerprint bits: enough for false_positive_rate over this many
+ * generations, at most AMQ_INDEX_MAX_FP_BITS, which leaves 12 bits of range
+ * number (4,094 ranges; pages_per_range grows with the table to keep its
+ * ranges under that)
+ */
+#define AMQ_INDEX_RATE_GENS		4
+#define AMQ_INDEX_MAX_FP_BITS	20
+/*
+ * the low bits of a key's hash that place nothing (amq_index_locate): a
+ * build sorts a range number there (at most 24 bits: AMQ_RT_MIN_FP_BITS
+ * leave that many)
+ */
+#define AMQ_INDEX_RANGE_MASK	UINT64CONST(0xFFFFFF)
+/* an automatic pages_per_range leaves room for the table to grow this much */
+#define AMQ_INDEX_RANGE_HEADROOM	4
+/* the options' defaults */
+#define AMQ_INDEX_DEFAULT_FPR	0.01
+#define AMQ_INDEX_DEFAULT_MAX_GENS	AMQ_INDEX_MAX_GENS
+
+/* AmqIndexMeta.flags */
+/*
+ * the newest generation took entries past its capacity because the index
+ * could not grow (max_generations, or the size limit): pages that run out
+ * of room answer "everywhere" until a REINDEX
+ */
+#define AMQ_INDEX_SATURATED		0x0001
+
+/* One generation, as the metapage records it. */
+typedef struct AmqIndexGen
+{
+	BlockNumber first;			/* its first page */
+	uint32		npages;
+	uint32		pages_per_range;	/* table blocks per range number */
+	uint32		unused;			/* zero */
+	uint64		capacity;		/* entries it is sized for */
+	uint64		count;			/* entries added (in units: see insert) */
+} AmqIndexGen;
+
+/* The metapage's contents. */
+typedef struct AmqIndexMeta
+{
+	uint32		magic;
+	uint32		version;
+	uint32		fp_bits;		/* of every generation's entries */
+	uint32		ngens;
+	uint64		seed;			/* drawn at random by the build: where a key
+								 * goes cannot be known outside the server */
+	double		p;				/* the index's false_positive_rate at build */
+	uint64		build_entries;	/* entries the build made */
+	uint64		build_values;	/* non-null values the build hashed */
+	uint32		flags;			/* AMQ_INDEX_SATURATED */
+	uint32		unused;			/* zero */
+	AmqIndexGen gens[AMQ_INDEX_MAX_GENS];
+} AmqIndexMeta;
+
+/* A data page's own header, after the standard page header. */
+typedef struct AmqIndexPageHeader
+{
+	uint32		magic;
+	uint16		gen;			/* the generation the page belongs to */
+	uint16		flags;			/* zero */
+	amq_rt_page table;			/* its table's counts and flags */
+} AmqIndexPageHeader;
+
+StaticAssertDecl(MAXALIGN(SizeOfPageHeaderData) + sizeof(AmqIndexPageHeader) <=
+				 AMQ_INDEX_SLOTS_OFFSET, "page header overlaps the slots");
+StaticAssertDecl(MAXALIGN(SizeOfPageHeaderData) + sizeof(AmqIndexMeta) <= BLCKSZ,
+				 "metapage too large");
+
+#define AmqIndexPageGetMeta(page) \
+	((AmqIndexMeta *) PageGetContents(page))
+#define AmqIndexPageGetHeader(page) \
+	((AmqIndexPageHeader *) PageGetContents(page))
+#define AmqIndexPageGetSlots(page) \
+	((uint32 *) ((char *) (page) + AMQ_INDEX_SLOTS_OFFSET))
+
+/* The reloptions of an index. */
+typedef struct AmqIndexOptions
+{
+	int32		vl_len_;		/* varlena header (do not touch directly!) */
+	double		false_positive_rate;
+	int			max_generations;
+	int			pages_per_range;	/* 0: chosen from the table's size */
+} AmqIndexOptions;
+
+/*
+ * How an index hashes values of one type: the support function of its
+ * operator family for the type, under the column's collation, except
+ *	- integers (int2, int4, int8 and the types hashed as they are): as
+ *	  64-bit values, as the bloom type hashes them (amq_hash_int), so that
+ *	  equal values of any width hash alike and distinct int8 values never
+ *	  share a hash by folding;
+ *	- a name under a nondeterministic collation: as text under it.  name's
+ *	  hash ignores collations, while name = text (and text = name) compare
+ *	  under them: 'ABC'::name equals 'abc' under a case-insensitive one.
+ */
+typedef struct AmqIndexHasher
+{
+	FmgrInfo	proc;
+	Oid			collation;		/* the column's */
+	int			int_width;		/* 2, 4 or 8 for an integer, else 0 */
+	bool		name_as_text;
+} AmqIndexHasher;
+
+/* index_meta.c */
+extern bytea *amq_index_options(Datum reloptions, bool validate);
+extern void amq_index_init_page_whole(Page page);
+extern void amq_index_init_page(Page page, uint16 gen);
+extern void amq_index_page_make_whole(Page page);
+extern void amq_index_check_meta(Relation index, Page page, const AmqIndexMeta *meta);
+extern void amq_index_check_data_page(Relation index, Page page,
+									  BlockNumber blkno, uint32 gen);
+extern void amq_index_read_meta(Relation index, AmqIndexMeta *meta);
+extern void amq_index_geometry(const AmqIndexMeta *meta, amq_rt_geom *geom);
+extern double amq_index_option_fpr(Relation index);
+extern int	amq_index_option_max_gens(Relation index);
+extern int	amq_index_option_pages_per_range(Relation index);
+extern bool amq_index_is_amqfilter(Relation index);
+extern bool amq_index_columns_readable(Relation index, Oid userid);
+extern bool amq_index_usable(Relation index);
+
+/* index_handler.c */
+extern void amq_index_init(void);
+
+/* index_options.c */
+extern void amq_index_options_init(void);
+
+/* index_skip.c */
+extern bool amq_index_skip;
+extern void amq_index_skip_init(void);
+extern bool amq_index_skip_is_append(Plan *plan);
+extern Oid	amq_index_for_column(Oid relid, AttrNumber attno, Oid collation);
+
+/* index_build.c */
+extern IndexBuildResult *amq_index_build(Relation heap, Relation index,
+										 struct IndexInfo *indexInfo);
+extern void amq_index_buildempty(Relation index);
+extern int	amq_index_seed_setting;
+extern uint64 amq_index_seed(void);
+extern bool amq_index_hasher_init(AmqIndexHasher *hasher, Relation index,
+								  Oid type, MemoryContext cxt);
+extern uint64 amq_index_hash(const AmqIndexHasher *hasher, uint64 seed, Datum value);
+extern void amq_index_locate(const AmqIndexMeta *meta, const amq_rt_geom *geom,
+							 uint32 gen, uint64 hash, uint32 *page, amq_rt_key *key);
+extern uint32 amq_index_range_of(const amq_rt_geom *geom, const AmqIndexGen *g,
+								 BlockNumber blkno);
+extern uint32 amq_index_pages_per_range(Relation index, const amq_rt_geom *geom,
+										BlockNumber heap_blocks, uint32 at_least);
+extern void amq_index_write_new_page(Relation index, BlockNumber expected,
+									 Page contents);
+extern void amq_index_write_empty_gen(Relation index, BlockNumber first,
+									  const AmqIndexGen *g, uint16 gen);
+extern bool amq_index_size_gen(uint64 capacity, BlockNumber first,
+							   uint32 pages_per_range, AmqIndexGen *out);
+
+/* index_insert.c */
+extern bool amq_index_insert(Relation index, Datum *values, bool *isnull,
+							 ItemPointer ht_ctid, Relation heapRel,
+							 IndexUniqueCheck checkUnique,
+#if PG_VERSION_NUM >= 140000
+							 bool indexUnchanged,
+#endif
+							 struct IndexInfo *indexInfo);
+extern void amq_index_flush(Oid indexoid);
+
+/* index_scan.c */
+
+/*
+ * Where a probe says a value may be: a list of block ranges of the table
+ * (first block, blocks), or everywhere.
+ */
+typedef struct AmqIndexRanges
+{
+	bool		everywhere;
+	int			n;
+	int			room;
+	BlockNumber *first;
+	uint32	   *len;
+} AmqIndexRanges;
+
+extern bool amq_index_may_contain(Relation index, const AmqIndexMeta *meta,
+								  uint64 hash);
+extern void amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
+								 const uint64 *hashes, int n, AmqIndexRanges *out);
+extern void amq_index_probe(Relation index, const AmqIndexMeta *meta,
+							uint64 hash, AmqIndexRanges *out);
+extern void amq_index_probe_array(Relation index, const AmqIndexMeta *meta,
+								  const AmqIndexHasher *hasher,
+								  ArrayType *array, AmqIndexRanges *out);
+extern bool amq_index_may_probe(PlannerInfo *root, RangeTblEntry *rte, Oid relid);
+extern bool amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
+									   AmqIndexRanges *out, BlockNumber *heap_blocks);
+extern IndexScanDesc amq_index_beginscan(Relation index, int nkeys, int norderbys);
+extern void amq_index_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
+							 ScanKey orderbys, int norderbys);
+extern int64 amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+extern void amq_index_endscan(IndexScanDesc scan);
+extern void amq_index_costestimate(PlannerInfo *root, IndexPath *path,
+								   double loop_count, Cost *indexStartupCost,
+								   Cost *indexTotalCost,
+								   Selectivity *indexSelectivity,
+								   double *indexCorrelation,
+								   double *indexPages);
+
+#endif							/* FILTER_INDEX_H */

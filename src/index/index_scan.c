@@ -1,0 +1,717 @@
+/*
+ * index_scan.c
+ *		Probing an amqfilter index: bitmap scans, and the planner's cost
+ *		estimate, which probes too when the value is known.
+ *
+ * A scan's keys are "column = value" and "column = ANY (array)".  A probe
+ * of a value reads the metapage and one page per generation, and returns
+ * the block ranges whose rows may hold it (or "everywhere": a value in too
+ * many ranges, or on a page out of room); the bitmap gets those blocks,
+ * lossy, and the heap scan rechecks each of their rows.  A value in no
+ * range leaves the bitmap empty: the table is not read.  Keys are ANDed:
+ * the smallest set of blocks any key gives is enough.
+ *
+ * Values of another type of the column's operator family (an int4 with an
+ * int8 column) are hashed with their own type's support function: within
+ * a family, equal values hash alike (the rule hash operator families obey).
+ *
+ * Cost.  A scan reads the blocks of the ranges the probe returns.  With a
+ * constant value the estimate probes the index (as btree's estimates read
+ * the index for the actual range of a column), unless row security or a
+ * security barrier stands between the role and the table
+ * (may_probe_clause): it costs the blocks the probe returns, none for a
+ * value the index rules out.  With a value known only at run time (a
+ * parameter of a generic plan, the outer row of a nested loop), or no
+ * probe, it costs the blocks of the rows the column's statistics expect for
+ * a value, each in a range of its own, times the chance that the table
+ * holds the value: for a partition, the share of the partitioned table's
+ * distinct values that it holds (from both tables' statistics); for any
+ * other table, 1, as PostgreSQL's own equality estimate assumes the value
+ * is there.
+ */
+#include "postgres.h"
+
+#include "access/relscan.h"
+#include "access/table.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_statistic.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/tidbitmap.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "parser/parse_coerce.h"
+#include "parser/parsetree.h"
+#include "storage/bufmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/selfuncs.h"
+#include "utils/spccache.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+#include "glue/amqfilter.h"
+#include "index/filter_index.h"
+
+/* Adds blocks first .. first + len - 1 to a set of ranges. */
+static void
+ranges_add(AmqIndexRanges *r, BlockNumber first, uint32 len)
+{
+	if (r->n == r->room)
+	{
+		r->room = r->room == 0 ? 16 : r->room * 2;
+		r->first = r->first == NULL ? palloc(sizeof(BlockNumber) * r->room)
+			: repalloc(r->first, sizeof(BlockNumber) * r->room);
+		r->len = r->len == NULL ? palloc(sizeof(uint32) * r->room)
+			: repalloc(r->len, sizeof(uint32) * r->room);
+	}
+	r->first[r->n] = first;
+	r->len[r->n] = len;
+	r->n++;
+}
+
+/* Blocks a set of ranges holds (overlaps counted twice), at most cap. */
+static double
+ranges_blocks(const AmqIndexRanges *r, double cap)
+{
+	double		blocks = 0.0;
+	int			i;
+
+	if (r->everywhere)
+		return cap;
+	for (i = 0; i < r->n; i++)
+		blocks += r->len[i];
+	return Min(blocks, cap);
+}
+
+/*
+ * Adds what a lookup in a page of generation g found: n range numbers of
+ * the room given, or "everywhere" (n < 0).
+ */
+static void
+add_lookup(AmqIndexRanges *out, const AmqIndexGen *g, const uint32 *ranges, int n,
+		   int room)
+{
+	int			j;
+
+	if (n < 0)
+		out->everywhere = true;
+	for (j = 0; j < n && j < room; j++)
+	{
+		uint64		first = (uint64) ranges[j] * g->pages_per_range;
+
+		/* no row's block maps past the last (an entry a page got wrong) */
+		if (first <= MaxBlockNumber)
+			ranges_add(out, (BlockNumber) first,
+					   (uint32) Min((uint64) g->pages_per_range,
+									(uint64) MaxBlockNumber + 1 - first));
+	}
+}
+
+/* Reads page pg of generation gen, share-locked and checked. */
+static Buffer
+read_gen_page(Relation index, const AmqIndexGen *g, uint32 gen, uint32 pg)
+{
+	Buffer		buf = ReadBuffer(index, g->first + pg);
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	amq_index_check_data_page(index, BufferGetPage(buf), g->first + pg, gen);
+	return buf;
+}
+
+/*
+ * True if some generation of the index may hold the key ("maybe"), false
+ * if none does.  meta is a copy of the metapage read after the caller's
+ * snapshot was taken (see index_insert.c on why that is enough).
+ */
+bool
+amq_index_may_contain(Relation index, const AmqIndexMeta *meta, uint64 hash)
+{
+	amq_rt_geom geom;
+	uint32		i;
+
+	amq_index_geometry(meta, &geom);
+	for (i = 0; i < meta->ngens; i++)
+	{
+		uint32		pg;
+		amq_rt_key	key;
+		Buffer		buf;
+		Page		page;
+		bool		found;
+
+		amq_index_locate(meta, &geom, i, hash, &pg, &key);
+		buf = read_gen_page(index, &meta->gens[i], i, pg);
+		page = BufferGetPage(buf);
+		found = amq_rt_may_contain(&geom, &AmqIndexPageGetHeader(page)->table,
+								   AmqIndexPageGetSlots(page), key);
+		UnlockReleaseBuffer(buf);
+		if (found)
+			return true;
+	}
+	return false;
+}
+
+/* A key of a probe of many, where it goes in one generation. */
+typedef struct PlacedKey
+{
+	uint32		page;
+	amq_rt_key	key;
+} PlacedKey;
+
+static int
+placed_key_cmp(const void *a, const void *b)
+{
+	uint32		pa = ((const PlacedKey *) a)->page;
+	uint32		pb = ((const PlacedKey *) b)->page;
+
+	return pa < pb ? -1 : pa > pb ? 1 : 0;
+}
+
+/*
+ * Adds to out the block ranges that may hold any of n keys, or sets
+ * out->everywhere.  The keys of a generation are sorted by the page they go
+ * to, and each page is read once: n keys cost n hashes and a read of at most
+ * every page, where n probes would read n pages.
+ */
+void
+amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
+					 const uint64 *hashes, int n, AmqIndexRanges *out)
+{
+	amq_rt_geom geom;
+	PlacedKey  *placed;
+	uint32		i;
+
+	if (n <= 0)
+		return;
+	amq_index_geometry(meta, &geom);
+	placed = palloc(sizeof(PlacedKey) * n);
+	for (i = 0; i < meta->ngens && !out->everywhere; i++)
+	{
+		const AmqIndexGen *g = &meta->gens[i];
+		int			j;
+
+		for (j = 0; j < n; j++)
+			amq_index_locate(meta, &geom, i, hashes[j], &placed[j].page, &placed[j].key);
+		qsort(placed, n, sizeof(PlacedKey), placed_key_cmp);
+		j = 0;
+		while (j < n && !out->everywhere)
+		{
+			uint32		pg = placed[j].page;
+			Buffer		buf;
+			Page		page;
+
+			CHECK_FOR_INTERRUPTS();
+			buf = read_gen_page(index, g, i, pg);
+			page = BufferGetPage(buf);
+			for (; j < n && placed[j].page == pg && !out->everywhere; j++)
+			{
+				uint32		ranges[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
+				int			nr = amq_rt_lookup(&geom, &AmqIndexPageGetHeader(page)->table,
+											   AmqIndexPageGetSlots(page), placed[j].key,
+											   ranges, lengthof(ranges));
+				add_lookup(out, g, ranges, nr, lengthof(ranges));
+			}
+			UnlockReleaseBuffer(buf);
+			while (j < n && placed[j].page == pg)
+				j++;
+		}
+	}
+	pfree(placed);
+}
+
+/*
+ * Adds to out the block ranges of the table that may hold the key, or sets
+ * out->everywhere.
+ */
+void
+amq_index_probe(Relation index, const AmqIndexMeta *meta, uint64 hash,
+				AmqIndexRanges *out)
+{
+	amq_rt_geom geom;
+	uint32		i;
+
+	amq_index_geometry(meta, &geom);
+	for (i = 0; i < meta->ngens && !out->everywhere; i++)
+	{
+		const AmqIndexGen *g = &meta->gens[i];
+		uint32		ranges[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
+		uint32		pg;
+		amq_rt_key	key;
+		Buffer		buf;
+		Page		page;
+		int			n;
+
+		amq_index_locate(meta, &geom, i, hash, &pg, &key);
+		buf = read_gen_page(index, g, i, pg);
+		page = BufferGetPage(buf);
+		n = amq_rt_lookup(&geom, &AmqIndexPageGetHeader(page)->table,
+						  AmqIndexPageGetSlots(page), key, ranges, lengthof(ranges));
+		UnlockReleaseBuffer(buf);
+		add_lookup(out, g, ranges, n, lengthof(ranges));
+	}
+}
+
+/*
+ * Adds to out the block ranges that may hold some non-null element of the
+ * array, hashed as its element type is.
+ */
+void
+amq_index_probe_array(Relation index, const AmqIndexMeta *meta,
+					  const AmqIndexHasher *hasher, ArrayType *array,
+					  AmqIndexRanges *out)
+{
+	Oid			elemtype = ARR_ELEMTYPE(array);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			i;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(array, elemtype, typlen, typbyval, typalign,
+					  &elems, &nulls, &n);
+	for (i = 0; i < n && !out->everywhere; i++)
+	{
+		if ((i & 0xFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (!nulls[i])
+			amq_index_probe(index, meta, amq_index_hash(hasher, meta->seed, elems[i]), out);
+	}
+}
+
+/*
+ * ----------------------------------------------------------------
+ * Scans
+ * ----------------------------------------------------------------
+ */
+
+/* How a scan hashes values, by their type: a scan has keys of few types. */
+typedef struct ScanHasher
+{
+	Oid			type;
+	AmqIndexHasher hasher;
+} ScanHasher;
+
+typedef struct ScanOpaque
+{
+	int			nhashers;
+	ScanHasher	hashers[4];
+	AmqIndexHasher spare;		/* a fifth type's, for the moment */
+} ScanOpaque;
+
+static const AmqIndexHasher *
+scan_hasher(IndexScanDesc scan, Oid type)
+{
+	ScanOpaque *so = (ScanOpaque *) scan->opaque;
+	AmqIndexHasher *hasher;
+	int			i;
+
+	if (!OidIsValid(type))
+		type = scan->indexRelation->rd_opcintype[0];
+	for (i = 0; i < so->nhashers; i++)
+		if (so->hashers[i].type == type)
+			return &so->hashers[i].hasher;
+	if (so->nhashers < (int) lengthof(so->hashers))
+	{
+		so->hashers[so->nhashers].type = type;
+		hasher = &so->hashers[so->nhashers].hasher;
+	}
+	else
+		hasher = &so->spare;
+	if (!amq_index_hasher_init(hasher, scan->indexRelation, type, CurrentMemoryContext))
+		elog(ERROR, "amqfilter index \"%s\" has no hash support function for type %s",
+			 RelationGetRelationName(scan->indexRelation), format_type_be(type));
+	if (hasher != &so->spare)
+		so->nhashers++;
+	return hasher;
+}
+
+IndexScanDesc
+amq_index_beginscan(Relation index, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+
+	scan->opaque = palloc0(sizeof(ScanOpaque));
+	return scan;
+}
+
+void
+amq_index_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
+				 ScanKey orderbys, int norderbys)
+{
+	if (keys && scan->numberOfKeys > 0)
+		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
+}
+
+void
+amq_index_endscan(IndexScanDesc scan)
+{
+	pfree(scan->opaque);
+}
+
+/* The block ranges that may hold rows matching a key. */
+static void
+key_ranges(IndexScanDesc scan, const AmqIndexMeta *meta, ScanKey key,
+		   AmqIndexRanges *out)
+{
+	Relation	index = scan->indexRelation;
+
+	if (key->sk_flags & SK_ISNULL)
+		return;					/* "= NULL" holds for no row */
+	if (key->sk_flags & SK_SEARCHARRAY)
+	{
+		ArrayType  *array = DatumGetArrayTypeP(key->sk_argument);
+
+		amq_index_probe_array(index, meta, scan_hasher(scan, ARR_ELEMTYPE(array)),
+							  array, out);
+		return;
+	}
+	amq_index_probe(index, meta,
+					amq_index_hash(scan_hasher(scan, key->sk_subtype), meta->seed,
+								   key->sk_argument),
+					out);
+}
+
+int64
+amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
+{
+	AmqIndexMeta meta;
+	AmqIndexRanges best;
+	int64		blocks = 0;
+	int			i;
+
+	/* this backend's own inserts first (index_insert.c) */
+	amq_index_flush(RelationGetRelid(scan->indexRelation));
+	amq_index_read_meta(scan->indexRelation, &meta);
+	memset(&best, 0, sizeof(best));
+	best.everywhere = true;
+	for (i = 0; i < scan->numberOfKeys; i++)
+	{
+		AmqIndexRanges r;
+
+		memset(&r, 0, sizeof(r));
+		key_ranges(scan, &meta, &scan->keyData[i], &r);
+		if (!r.everywhere && r.n == 0)
+			return 0;			/* no row matches this key */
+		if (best.everywhere ||
+			(!r.everywhere && ranges_blocks(&r, 1e18) < ranges_blocks(&best, 1e18)))
+			best = r;
+	}
+
+	if (best.everywhere)
+	{
+		/*
+		 * Every page of the table, to be rechecked row by row.  A bitmap
+		 * scan is not given the table: open it (the query locked it).
+		 */
+		Relation	heap = table_open(scan->indexRelation->rd_index->indrelid,
+									  AccessShareLock);
+		BlockNumber nblocks = RelationGetNumberOfBlocks(heap);
+		BlockNumber blk;
+
+		table_close(heap, AccessShareLock);
+		for (blk = 0; blk < nblocks; blk++)
+		{
+			if ((blk & 0x3FF) == 0)
+				CHECK_FOR_INTERRUPTS();
+			tbm_add_page(tbm, blk);
+		}
+		blocks = nblocks;
+	}
+	else
+	{
+		/* blocks past the table's end are skipped by the heap scan */
+		for (i = 0; i < best.n; i++)
+		{
+			uint32		b;
+
+			for (b = 0; b < best.len[i]; b++)
+				tbm_add_page(tbm, best.first[i] + b);
+			blocks += best.len[i];
+			if ((i & 0xFF) == 0)
+				CHECK_FOR_INTERRUPTS();
+		}
+	}
+	/* as BRIN reports a lossy page: about ten rows each */
+	return blocks * 10;
+}
+
+/*
+ * ----------------------------------------------------------------
+ * Cost estimate
+ * ----------------------------------------------------------------
+ */
+
+/* pg_class.reltuples of a relation (of a partitioned table too), or -1. */
+static double
+relation_tuples(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	double		tuples;
+
+	if (!HeapTupleIsValid(tup))
+		return -1.0;
+	tuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+	ReleaseSysCache(tup);
+	return tuples;
+}
+
+/*
+ * The chance that a value known only at run time is in the table: for a
+ * partition, its distinct values' share of its parent's, when both have
+ * statistics; else 1.
+ */
+static double
+runtime_presence(PlannerInfo *root, IndexOptInfo *index, Node *indexkey)
+{
+	RelOptInfo *rel = index->rel;
+	AppendRelInfo *appinfo;
+	VariableStatData vardata;
+	bool		isdefault;
+	double		nd_rel;
+	double		nd_parent;
+	Var		   *var;
+	Var		   *parent_var;
+	int			i;
+
+	if (!IsA(indexkey, Var) || root->append_rel_array == NULL ||
+		(appinfo = root->append_rel_array[rel->relid]) == NULL)
+		return 1.0;
+	var = (Var *) indexkey;
+
+	examine_variable(root, indexkey, 0, &vardata);
+	nd_rel = get_variable_numdistinct(&vardata, &isdefault);
+	ReleaseVariableStats(vardata);
+	if (isdefault)
+		return 1.0;
+
+	/* the parent's column of this partition's column */
+	parent_var = NULL;
+	for (i = 0; i < list_length(appinfo->translated_vars); i++)
+	{
+		Var		   *tv = (Var *) list_nth(appinfo->translated_vars, i);
+
+		if (tv != NULL && IsA(tv, Var) && tv->varattno == var->varattno)
+		{
+			parent_var = makeVar(appinfo->parent_relid, i + 1, var->vartype,
+								 var->vartypmod, var->varcollid, 0);
+			break;
+		}
+	}
+	if (parent_var == NULL)
+		return 1.0;
+	/*
+	 * The parent's distinct values from its own statistics, and as a
+	 * fraction from its size in pg_class: its RelOptInfo counts the rows
+	 * left after this query's restrictions, not its rows.
+	 */
+	examine_variable(root, (Node *) parent_var, 0, &vardata);
+	nd_parent = -1.0;
+	if (HeapTupleIsValid(vardata.statsTuple))
+	{
+		double		stadistinct = ((Form_pg_statistic) GETSTRUCT(vardata.statsTuple))->stadistinct;
+
+		if (stadistinct > 0.0)
+			nd_parent = stadistinct;
+		else if (stadistinct < 0.0)
+			nd_parent = -stadistinct * relation_tuples(root->simple_rte_array[appinfo->parent_relid]->relid);
+	}
+	ReleaseVariableStats(vardata);
+	if (nd_parent <= 0.0)
+		return 1.0;
+	return Min(1.0, nd_rel / nd_parent);
+}
+
+/*
+ * Whether the estimate may probe the index with a clause's constant.  Not
+ * where row security, or a security barrier view, stands between the
+ * querying role and the table (the clause then comes from above the
+ * barrier: its security_level is above 0): the index summarizes the rows
+ * they hide too, and a plan that changed with its answer would tell a
+ * hidden value from an absent one, with nothing executed.  The estimate
+ * then is the one for a value known only at run time, the same whatever
+ * the value.  (A role without SELECT on the columns the index reads never
+ * sees a plan: its query, EXPLAIN too, fails the executor's privilege
+ * check.)
+ */
+/*
+ * True if the planner may probe an index of a table with a value the query
+ * gives (and show what it learns in a plan): when no row security or
+ * security barrier stands between the role and the table.  rte is the
+ * table's entry (for a partition, its partitioned table's: row security
+ * is the parent's), relid the table whose policies apply.
+ */
+bool
+amq_index_may_probe(PlannerInfo *root, RangeTblEntry *rte, Oid relid)
+{
+	Oid			userid = GetUserId();
+	PlannerInfo *outer;
+
+	if (rte->securityQuals != NIL)
+		return false;
+
+	/*
+	 * A security barrier view is planned as a subquery, the clauses pushed
+	 * into it from above at the level of its own: any such subquery above
+	 * this one may be the barrier.
+	 */
+	for (outer = root->parent_root; outer != NULL; outer = outer->parent_root)
+	{
+		ListCell   *lc;
+
+		foreach(lc, outer->parse->rtable)
+		{
+			RangeTblEntry *orte = lfirst_node(RangeTblEntry, lc);
+
+			if (orte->rtekind == RTE_SUBQUERY && orte->security_barrier)
+				return false;
+		}
+	}
+#if PG_VERSION_NUM < 160000
+	if (OidIsValid(rte->checkAsUser))
+		userid = rte->checkAsUser;
+#endif
+	return check_enable_rls(relid, userid, true) != RLS_ENABLED;
+}
+
+static bool
+may_probe_clause(PlannerInfo *root, IndexOptInfo *index, Relation irel,
+				 RestrictInfo *rinfo)
+{
+	if (rinfo->security_level > 0)
+		return false;
+	return amq_index_may_probe(root, planner_rt_fetch(index->rel->relid, root),
+							   irel->rd_index->indrelid);
+}
+
+/*
+ * The blocks of the table a scan with one index clause reads: those its
+ * probe returns when its value is a constant and may_probe; else those of
+ * the rows the statistics expect for a value, each in a range of its own,
+ * times the chance that the table holds the value.
+ */
+static double
+clause_blocks(PlannerInfo *root, IndexOptInfo *index, Relation irel,
+			  const AmqIndexMeta *meta, RestrictInfo *rinfo, bool may_probe,
+			  double heap_blocks)
+{
+	Expr	   *clause = rinfo->clause;
+	const AmqIndexGen *newest = &meta->gens[meta->ngens - 1];
+	Node	   *indexkey;
+	Node	   *other;
+	Selectivity sel;
+	double		rows;
+
+	if (IsA(clause, OpExpr) && list_length(((OpExpr *) clause)->args) == 2)
+	{
+		indexkey = linitial(((OpExpr *) clause)->args);
+		other = lsecond(((OpExpr *) clause)->args);
+	}
+	else if (IsA(clause, ScalarArrayOpExpr))
+	{
+		indexkey = linitial(((ScalarArrayOpExpr *) clause)->args);
+		other = lsecond(((ScalarArrayOpExpr *) clause)->args);
+	}
+	else
+		return heap_blocks;
+	if (IsA(indexkey, RelabelType))
+		indexkey = (Node *) ((RelabelType *) indexkey)->arg;
+
+	other = estimate_expression_value(root, other);
+	if (IsA(other, Const) && may_probe)
+	{
+		Const	   *c = (Const *) other;
+		AmqIndexHasher hasher;
+		AmqIndexRanges r;
+
+		if (c->constisnull)
+			return 0.0;
+		memset(&r, 0, sizeof(r));
+		if (IsA(clause, ScalarArrayOpExpr))
+		{
+			ArrayType  *array = DatumGetArrayTypeP(c->constvalue);
+
+			if (!amq_index_hasher_init(&hasher, irel, ARR_ELEMTYPE(array),
+									   CurrentMemoryContext))
+				return heap_blocks;
+			amq_index_probe_array(irel, meta, &hasher, array, &r);
+		}
+		else
+		{
+			if (!amq_index_hasher_init(&hasher, irel, c->consttype, CurrentMemoryContext))
+				return heap_blocks;
+			amq_index_probe(irel, meta, amq_index_hash(&hasher, meta->seed, c->constvalue),
+							&r);
+		}
+		return ranges_blocks(&r, heap_blocks);
+	}
+
+	sel = clauselist_selectivity(root, list_make1(rinfo), index->rel->relid,
+								 JOIN_INNER, NULL);
+	rows = Max(sel * index->rel->tuples, 1.0);
+	return Min(heap_blocks,
+			   runtime_presence(root, index, indexkey) * rows * newest->pages_per_range +
+			   meta->p * newest->pages_per_range);
+}
+
+void
+amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+					   Cost *indexStartupCost, Cost *indexTotalCost,
+					   Selectivity *indexSelectivity, double *indexCorrelation,
+					   double *indexPages)
+{
+	IndexOptInfo *index = path->indexinfo;
+	Relation	irel;
+	AmqIndexMeta meta;
+	double		heap_blocks = Max(index->rel->pages, 1);
+	double		tuples = Max(index->rel->tuples, 1.0);
+	double		blocks = heap_blocks;
+	double		spc_random_page_cost;
+	double		pages;
+	int			nkeys = 0;
+	ListCell   *lc;
+
+	amq_index_flush(index->indexoid);
+	irel = index_open(index->indexoid, AccessShareLock);
+	amq_index_read_meta(irel, &meta);
+	foreach(lc, path->indexclauses)
+	{
+		IndexClause *iclause = lfirst_node(IndexClause, lc);
+		ListCell   *lc2;
+
+		foreach(lc2, iclause->indexquals)
+		{
+			RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc2);
+
+			blocks = Min(blocks, clause_blocks(root, index, irel, &meta, rinfo,
+											   may_probe_clause(root, index, irel, rinfo),
+											   heap_blocks));
+			nkeys++;
+		}
+	}
+	index_close(irel, AccessShareLock);
+
+	/* the metapage and a page per generation, for each key */
+	pages = 1 + meta.ngens;
+	get_tablespace_page_costs(index->reltablespace, &spc_random_page_cost, NULL);
+	*indexStartupCost = pages * spc_random_page_cost +
+		Max(nkeys, 1) * meta.ngens * cpu_operator_cost;
+	*indexTotalCost = *indexStartupCost;
+
+	/*
+	 * The scan returns whole blocks, lossy: as many tuples as blocks make the
+	 * bitmap heap scan's estimate read that many blocks (its pages fetched
+	 * follow its tuples fetched while they are few), all of them for a scan
+	 * of the whole table.
+	 */
+	*indexSelectivity = blocks >= heap_blocks ? 1.0 : Min(1.0, blocks / tuples);
+	*indexCorrelation = 1.0;
+	*indexPages = pages;
+}
