@@ -1021,6 +1021,14 @@ CREATE FUNCTION amqfilter_index_candidates(index regclass, value anyelement)
 COMMENT ON FUNCTION amqfilter_index_candidates(regclass, anyelement) IS
 	'the tables (for the index of a partitioned table, the partitions) whose amqfilter index may hold value; needs SELECT on the column';
 
+CREATE FUNCTION amqfilter_index_filter(index regclass,
+	p double precision DEFAULT NULL)
+	RETURNS bloom
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION amqfilter_index_filter(regclass, double precision) IS
+	'the bloom filter of what an amqfilter index covers (its column or expression over its table''s rows, every partition''s for a partitioned index), at rate p (NULL: the index''s false_positive_rate), built from the table as the caller: the caller''s privileges and policies apply';
+
 CREATE FUNCTION bloom_index_contains(index regclass, value anyelement)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT;

@@ -1,17 +1,21 @@
 /*
  * index_sql.c
- *		The SQL functions that read an amqfilter index: bloom_index_contains,
- *		amqfilter_index_info and amqfilter_index_candidates, with the checks
- *		that the caller may learn from the index what it summarizes.
+ *		The SQL functions around an amqfilter index: bloom_index_contains,
+ *		amqfilter_index_info and amqfilter_index_candidates, which read it,
+ *		with the checks that the caller may learn from the index what it
+ *		summarizes; and amqfilter_index_filter, the bloom value of what it
+ *		covers, built from its table.
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/index.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -23,6 +27,7 @@
 #include "utils/rls.h"
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "glue/amqfilter.h"
 #include "index/filter_index.h"
@@ -55,12 +60,19 @@ open_index(Oid indexoid, const char *fname)
 {
 	Relation	index = open_any_index(indexoid);
 
+	if (index->rd_rel->relkind == RELKIND_PARTITIONED_INDEX &&
+		index->rd_rel->relam == get_index_am_oid("amqfilter", false))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is the amqfilter index of a partitioned table",
+						RelationGetRelationName(index)),
+				 errhint("%s takes the index of one partition; amqfilter_index_candidates names the partitions whose index may hold a value.",
+						 fname)));
 	if (!amq_index_is_amqfilter(index))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an amqfilter index", RelationGetRelationName(index)),
-				 errhint("%s takes an index created USING amqfilter (on a partitioned table, the index of one partition).",
-						 fname)));
+				 errhint("%s takes an index created USING amqfilter.", fname)));
 	return index;
 }
 
@@ -511,4 +523,107 @@ amqfilter_index_candidates(PG_FUNCTION_ARGS)
 	}
 	index_close(top, AccessShareLock);
 	PG_RETURN_NULL();
+}
+
+/*
+ * amqfilter_index_filter(index regclass, p float8 DEFAULT NULL) -> bloom
+ *
+ * The bloom filter of what the index covers, as a value to store, merge or
+ * ship: of its column (or expression, under its collation) over the rows of
+ * its table (every partition's, for the index of a partitioned table) that
+ * match its predicate, at rate p (NULL: the index's false_positive_rate).
+ * It is bloom_agg(expression, p) over those rows, run as the caller: the
+ * caller's privileges and row-level security policies apply as to that
+ * query, so the filter holds exactly the values the caller may read.
+ *
+ * The index itself cannot give the filter: it keeps fingerprints under a
+ * seed of its own, drawn at random so that where a key goes cannot be known
+ * outside the server, where a bloom value must answer for values hashed as
+ * every bloom value hashes them.  So the table is read, once.
+ *
+ * The query names everything it uses: the table and the deparsed
+ * expression and predicate are qualified as the function's pinned
+ * search_path (pg_catalog, pg_temp) requires, and bloom_agg is called in
+ * the schema this function is in, the extension's.
+ */
+PG_FUNCTION_INFO_V1(amqfilter_index_filter);
+
+Datum
+amqfilter_index_filter(PG_FUNCTION_ARGS)
+{
+	const char *fname = "amqfilter_index_filter";
+	Oid			indexoid;
+	Relation	index;
+	Oid			heapoid;
+	bool		partitioned;
+	double		p;
+	char	   *column;
+	char	   *predicate = NULL;
+	char	   *schema;
+	StringInfoData sql;
+	Oid			argtypes[1] = {FLOAT8OID};
+	Datum		args[1];
+	Datum		result;
+	bool		isnull;
+	int			rc;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	indexoid = PG_GETARG_OID(0);
+	partitioned = get_rel_relkind(indexoid) == RELKIND_PARTITIONED_INDEX;
+	index = partitioned ? open_partitioned_index(indexoid, fname)
+		: open_index(indexoid, fname);
+	heapoid = index->rd_index->indrelid;
+	if (PG_ARGISNULL(1))
+		p = amq_index_option_fpr(index);
+	else
+	{
+		p = PG_GETARG_FLOAT8(1);
+		if (!(p > 0.0 && p < 1.0))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("bloom filter false-positive rate p must be greater than 0 and less than 1")));
+	}
+
+	/* the indexed column or expression, under the index's collation */
+	column = pg_get_indexdef_columns(indexoid, false);
+	if (OidIsValid(index->rd_indcollation[0]))
+		column = psprintf("(%s) COLLATE %s", column,
+						  generate_collation_name(index->rd_indcollation[0]));
+	if (!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
+	{
+		Datum		pred;
+		bool		prednull;
+
+		pred = SysCacheGetAttr(INDEXRELID, index->rd_indextuple,
+							   Anum_pg_index_indpred, &prednull);
+		if (!prednull)
+			predicate = TextDatumGetCString(DirectFunctionCall2(pg_get_expr, pred,
+																ObjectIdGetDatum(heapoid)));
+	}
+	index_close(index, AccessShareLock);
+
+	schema = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT %s.bloom_agg(%s, $1) FROM %s%s",
+					 quote_identifier(schema), column,
+					 partitioned ? "" : "ONLY ",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(heapoid)),
+												get_rel_name(heapoid)));
+	if (predicate != NULL)
+		appendStringInfo(&sql, " WHERE %s", predicate);
+
+	args[0] = Float8GetDatum(p);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute_with_args(sql.data, 1, argtypes, args, NULL, true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "%s: unexpected result of \"%s\"", fname, sql.data);
+	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		result = SPI_datumTransfer(result, false, -1);
+	SPI_finish();
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
 }
