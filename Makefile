@@ -6,6 +6,7 @@
 #                        check that the hot loops still prefetch
 #   make installcheck    pg_regress against a running server
 #   make micro-bench     the cores' cost per hash, without PostgreSQL
+#   make dist            the PGXN release zip of the committed tree
 #
 # PG_CONFIG selects the PostgreSQL to build against.
 
@@ -100,6 +101,23 @@ bench/micro: bench/micro.c $(CORE_SRCS) $(CORE_HEADERS)
 
 micro-bench: core-purity bench/micro
 	./bench/micro
+
+# dist: the PGXN release, amqfilter-VERSION.zip (VERSION from META.json), made
+# by git archive from the commit checked out (HEAD; DIST_REF chooses another),
+# so that it holds exactly what is committed: the files .gitattributes marks
+# export-ignore are left out.  DIST_DIR is where it goes.  test/meta.sh builds
+# and checks it.
+DIST_VERSION = $(shell sed -n 's/^[[:space:]]*"version":[[:space:]]*"\([^"]*\)".*/\1/p' META.json | head -n 1)
+DIST_REF ?= HEAD
+DIST_DIR ?= .
+DIST_ZIP = $(DIST_DIR)/$(EXTENSION)-$(DIST_VERSION).zip
+.PHONY: dist
+dist:
+	@test -n "$(DIST_VERSION)" || { echo "no version in META.json"; exit 1; }
+	git archive --format=zip --prefix=$(EXTENSION)-$(DIST_VERSION)/ \
+		-o $(DIST_ZIP) $(DIST_REF)
+	@echo "$(DIST_ZIP)"
+EXTRA_CLEAN += $(EXTENSION)-*.zip
 
 # ---------------------------------------------------------------------------
 # fuzz: libFuzzer harnesses of the core (test/fuzz/), built with clang from the

@@ -11,8 +11,14 @@
 # major version the tests install (and no older).  PGXN wants semantic
 # versions, so a two-part EXTVERSION (0.2) is written 0.2.0 there; the file is
 # the version's
-# full script, amqfilter--EXTVERSION.sql, and must exist.  Needs python3 (or
-# jq); no PostgreSQL.
+# full script, amqfilter--EXTVERSION.sql, and must exist.
+#
+# Then the release: `make dist` builds the PGXN zip from the commit checked out
+# (git archive), and the zip must hold, under amqfilter-VERSION/, exactly the
+# committed files but those .gitattributes marks export-ignore, with the
+# committed META.json, the files it names (provides.file, docfile) and the
+# control file; unpacked, it must build with PGXS when pg_config is there.
+# Needs python3 (or jq, without the zip checks) and git.
 set -euo pipefail
 
 # shellcheck source=test/lib.sh
@@ -62,6 +68,86 @@ expect_equal() {
 	fi
 }
 
+# check_dist SEMVER: make dist's zip holds the release, and builds.
+check_dist() {
+	local semver=$1 tmp zip problems
+	if ! command -v python3 >/dev/null || ! command -v git >/dev/null \
+		|| ! git -C "$AMQ_ROOT" rev-parse -q --verify HEAD >/dev/null; then
+		fail "make dist: needs python3, git and a checkout with a commit"
+		return
+	fi
+	tmp=$(mktemp -d)
+	# shellcheck disable=SC2064
+	trap "rm -rf '$tmp'" RETURN
+	if ! make --no-print-directory -s -C "$AMQ_ROOT" dist DIST_DIR="$tmp" >/dev/null; then
+		fail "make dist builds the zip"
+		return
+	fi
+	zip=$tmp/amqfilter-$semver.zip
+	if [ ! -f "$zip" ]; then
+		fail "make dist builds amqfilter-$semver.zip ($(ls "$tmp"))"
+		return
+	fi
+	pass "make dist builds amqfilter-$semver.zip"
+	git -C "$AMQ_ROOT" ls-tree -r -z --name-only HEAD >"$tmp/committed"
+	problems=$(cd "$AMQ_ROOT" && python3 - "$zip" "amqfilter-$semver/" "$tmp/committed" <<-'PY'
+		import json, subprocess, sys, zipfile
+		zpath, prefix = sys.argv[1], sys.argv[2]
+		with open(sys.argv[3], encoding="utf-8") as f:
+		    committed = set(f.read().split("\0")) - {""}
+		# .gitattributes' export-ignore entries: paths (files or folders) of the tree
+		ignored = set()
+		with open(".gitattributes", encoding="utf-8") as f:
+		    for line in f:
+		        fields = line.split()
+		        if len(fields) >= 2 and not fields[0].startswith("#") and "export-ignore" in fields[1:]:
+		            ignored.add(fields[0].strip("/"))
+		is_ignored = lambda p: any(p == d or p.startswith(d + "/") for d in ignored)
+		shipped = {p for p in committed if not is_ignored(p)}
+		with zipfile.ZipFile(zpath) as z:
+		    names = [n for n in z.namelist() if not n.endswith("/")]
+		    problems = []
+		    outside = [n for n in names if not n.startswith(prefix)]
+		    if outside:
+		        problems.append("outside " + prefix + ": " + ", ".join(outside[:5]))
+		    inside = {n[len(prefix):] for n in names if n.startswith(prefix)}
+		    if inside - shipped:
+		        problems.append("not committed, or export-ignore: " + ", ".join(sorted(inside - shipped)[:5]))
+		    if shipped - inside:
+		        problems.append("committed but missing: " + ", ".join(sorted(shipped - inside)[:5]))
+		    meta_bytes = z.read(prefix + "META.json")
+		    committed_meta = subprocess.run(["git", "show", "HEAD:META.json"],
+		                                    capture_output=True, check=True).stdout
+		    if meta_bytes != committed_meta:
+		        problems.append("its META.json is not the committed one")
+		    meta = json.loads(meta_bytes)
+		    ext = meta["provides"]["amqfilter"]
+		    for needed in (ext.get("file"), ext.get("docfile"), "amqfilter.control", "Makefile", "LICENSE"):
+		        if needed and needed not in inside:
+		            problems.append("lacks " + needed)
+		    if any(is_ignored(p) for p in inside):
+		        problems.append("holds export-ignore files")
+		print("; ".join(problems))
+	PY
+	) || problems="the zip could not be read"
+	if [ -z "$problems" ]; then
+		pass "the zip holds the committed tree (export-ignore left out) and what META.json names"
+	else
+		fail "the zip holds the committed tree and what META.json names: $problems"
+	fi
+	if [ -n "${PG_CONFIG:-}" ] && command -v "$PG_CONFIG" >/dev/null; then
+		(cd "$tmp" && python3 -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall('.')" "$zip")
+		if make --no-print-directory -s -j2 -C "$tmp/amqfilter-$semver" \
+			PG_CONFIG="$PG_CONFIG" with_llvm=no >"$tmp/build.log" 2>&1 \
+			&& [ -f "$tmp/amqfilter-$semver/amqfilter.so" ]; then
+			pass "the unpacked zip builds with PGXS"
+		else
+			fail "the unpacked zip builds with PGXS"
+			tail -n 20 "$tmp/build.log" >&2
+		fi
+	fi
+}
+
 main() {
 	local fields name version ext_version ext_file spec extversion control semver
 	local pg_required tested
@@ -100,6 +186,7 @@ main() {
 	else
 		fail "provides.amqfilter.file '$ext_file' does not exist"
 	fi
+	check_dist "$semver"
 	checks_summary meta
 }
 
