@@ -107,13 +107,14 @@ micro-bench: core-purity bench/micro
 # so that it holds exactly what is committed: the files .gitattributes marks
 # export-ignore are left out.  DIST_DIR is where it goes.  test/meta.sh builds
 # and checks it.
-DIST_VERSION = $(shell sed -n 's/^[[:space:]]*"version":[[:space:]]*"\([^"]*\)".*/\1/p' META.json | head -n 1)
 DIST_REF ?= HEAD
+# the version META.json at DIST_REF gives (its first "version", the release's)
+DIST_VERSION = $(shell git show $(DIST_REF):META.json 2>/dev/null | sed -n 's/^[[:space:]]*"version":[[:space:]]*"\([^"]*\)".*/\1/p' | head -n 1)
 DIST_DIR ?= .
 DIST_ZIP = $(DIST_DIR)/$(EXTENSION)-$(DIST_VERSION).zip
 .PHONY: dist
 dist:
-	@test -n "$(DIST_VERSION)" || { echo "no version in META.json"; exit 1; }
+	@test -n "$(DIST_VERSION)" || { echo "no version in META.json at $(DIST_REF)"; exit 1; }
 	git archive --format=zip --prefix=$(EXTENSION)-$(DIST_VERSION)/ \
 		-o $(DIST_ZIP) $(DIST_REF)
 	@echo "$(DIST_ZIP)"

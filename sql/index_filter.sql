@@ -59,6 +59,16 @@ CREATE POLICY if_even ON if_t FOR SELECT TO if_reader USING (k % 2 = 0);
 SET ROLE if_reader;
 SELECT amqfilter_index_filter('if_k') = (SELECT bloom_agg(k, 0.001) FROM ONLY if_t) AS visible_rows_only,
        amqfilter_index_filter('if_k', 0.000001) @> 4243::int8 AS hidden_value;
+-- built-in functions in an expression run for any reader
+SELECT amqfilter_index_filter('if_lower') @> lower('Name4000') AS builtin_expression_runs;
+RESET ROLE;
+-- the owner's own function in an expression runs only for roles that may
+-- act as the owner: for another it would run with that role's privileges
+CREATE FUNCTION if_owner_fn(t text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN upper(t); END $$;
+CREATE INDEX if_owner ON if_t USING amqfilter (if_owner_fn(name));
+SELECT amqfilter_index_filter('if_owner') @> 'NAME7'::text AS owner_may;
+SET ROLE if_reader;
+SELECT amqfilter_index_filter('if_owner');
 RESET ROLE;
 CREATE ROLE if_nobody;
 SET ROLE if_nobody;
@@ -73,6 +83,13 @@ CREATE FUNCTION if_evil.bloom_agg(anyelement, double precision) RETURNS bloom
 SET search_path = if_evil, public;
 SELECT amqfilter_index_filter('if_lower') @> pg_catalog.lower('Name4000') AS not_planted;
 RESET search_path;
+-- an aggregate planted in the extension's schema, of closer argument types
+-- than bloom_agg(anyelement, float8), is refused, not called
+CREATE FUNCTION if_evil.sf(bloom, bigint, double precision) RETURNS bloom
+  LANGUAGE sql AS $$ SELECT NULL::bloom $$;
+CREATE AGGREGATE public.bloom_agg(bigint, double precision) (sfunc = if_evil.sf, stype = bloom);
+SELECT amqfilter_index_filter('if_k');
+DROP AGGREGATE public.bloom_agg(bigint, double precision);
 
 -- what it takes
 SELECT amqfilter_index_filter(NULL);
@@ -84,5 +101,6 @@ SELECT bloom_index_contains('if_pv', 'v1'::text);
 
 DROP SCHEMA if_evil CASCADE;
 DROP TABLE if_t, if_p, if_store CASCADE;
+DROP FUNCTION if_owner_fn(text);
 DROP ROLE if_reader;
 DROP ROLE if_nobody;

@@ -13,14 +13,19 @@ folders below it:
     join    core, glue, index
     module.c (src/, the entry point) anything
 
-Two checks, each printing PASS or FAIL:
+Within a folder, the files are in the order the folder's header lists them
+(ORDER below, from glue/amqfilter.h, index/filter_index.h,
+join/join_filter.h), from the bottom up, and a file calls only the files
+before it.  The checks, each printing PASS or FAIL:
 
   1. includes: every #include "folder/file.h" of a file names its own folder
      or one it may use (a file of core/ includes only core's headers, by
-     their bare names);
+     their bare names; "src/..." is refused: a folder is named from src/);
   2. calls: from the symbols each object file defines and uses (nm), no
-     object calls into a folder it may not use, and no two objects of the
-     glue call each other, directly or round a cycle.
+     object calls into a folder it may not use, nor a file of its own
+     folder listed after it, and every file of an ordered folder has its
+     place in the order;
+  3. no two objects call each other, directly or round a cycle.
 
 Exits non-zero when a check failed.
 """
@@ -40,11 +45,24 @@ MAY_USE = {
     "join": {"core", "glue", "index"},
     "": {"core", "glue", "types", "index", "join"},  # src/module.c
 }
+# each folder's files from the bottom up: a file calls only those before it
+ORDER = {
+    "glue": ["amqfilter", "filter_cache", "filter_access", "hashing", "filter_io",
+             "filter_agg", "filter_agg_sizeless", "filter_overfill",
+             "filter_selectivity", "filter_compare"],
+    "types": ["bloom_type", "bloom_ops", "bloom_agg", "cuckoo_type", "cuckoo_ops", "cuckoo_agg"],
+    "index": ["index_meta", "index_build", "index_insert", "index_scan", "index_skip",
+              "index_options", "index_handler", "index_sql"],
+    "join": ["join_filter_spec", "join_filter_exec", "join_filter_remote",
+             "join_filter_plan", "join_filter"],
+}
 failures = 0
+checks = 0
 
 
 def report(ok, what, details=()):
-    global failures
+    global failures, checks
+    checks += 1
     print(("PASS  " if ok else "FAIL  ") + what)
     for d in details:
         print("      " + d)
@@ -80,6 +98,9 @@ for path in sources((".c", ".h")):
                 continue
             target = m.group(1)
             head = target.split("/")[0] if "/" in target else None
+            if head == "src":
+                bad.append(f"{os.path.relpath(path, ROOT)}:{lineno}: includes {target}: name the folder from src/")
+                continue
             if folder == "core":
                 # the core includes its own headers by bare name, nothing else local
                 if head is not None and os.path.exists(os.path.join(SRC, target)):
@@ -123,6 +144,24 @@ for obj, targets in sorted(edges.items()):
             bad.append(f"{short(obj)} calls {short(owner)} ({name})")
 report(not bad, "layers: no object calls into a folder above its own", bad)
 
+bad = []
+for obj in objects:
+    f = folder_of(obj)
+    name = os.path.basename(obj)[:-2]
+    if f in ORDER and name not in ORDER[f]:
+        bad.append(f"{short(obj)} has no place in {f}/'s order (test/layers.py ORDER)")
+for obj, targets in sorted(edges.items()):
+    f = folder_of(obj)
+    if f not in ORDER:
+        continue
+    order = ORDER[f]
+    me = os.path.basename(obj)[:-2]
+    for owner, name in sorted(targets):
+        other = os.path.basename(owner)[:-2]
+        if folder_of(owner) == f and me in order and other in order and order.index(other) > order.index(me):
+            bad.append(f"{short(obj)} calls {short(owner)} ({name}), listed after it")
+report(not bad, "layers: within a folder, every file calls only the files listed before it", bad)
+
 # cycles (Tarjan's strongly connected components)
 graph = {o: {t for t, _ in edges.get(o, ())} for o in objects}
 index, low, stack, on_stack, cycles = {}, {}, [], set(), []
@@ -158,5 +197,5 @@ for o in objects:
         visit(o)
 report(not cycles, f"layers: no cycle among the {len(objects)} objects' calls", cycles)
 
-print(f"layers: {3 - failures} passed, {failures} failed")
+print(f"layers: {checks - failures} passed, {failures} failed")
 sys.exit(1 if failures else 0)

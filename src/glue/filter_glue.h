@@ -227,9 +227,6 @@ amq_hash_int(int64 v, uint64 seed)
 }
 
 extern AmqHasher *amq_hasher_get(FunctionCallInfo fcinfo, int argno);
-extern void amq_check_hashable(Oid type, Oid collation);
-extern uint32 amq_identity_family(Oid type, Oid collation);
-extern uint64 amq_type_version(Oid type);
 extern uint64 amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed,
 							 uint32 family);
 extern void amq_check_family(const AmqHasher *hasher, uint32 family,

@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/transam.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/pg_index.h"
@@ -16,6 +17,9 @@
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parse_func.h"
+#include "utils/plancache.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -525,6 +529,83 @@ amqfilter_index_candidates(PG_FUNCTION_ARGS)
 	PG_RETURN_NULL();
 }
 
+/* True for a function that is not built into PostgreSQL. */
+static bool
+not_builtin(Oid func, void *context)
+{
+	return func >= FirstNormalObjectId;
+}
+
+static bool
+calls_not_builtin(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, not_builtin, context))
+		return true;
+	return expression_tree_walker(node, calls_not_builtin, context);
+}
+
+/*
+ * Errors unless reading what the index covers runs only PostgreSQL's own
+ * code, or the caller may act as the table's owner.  Its expression and
+ * predicate are the owner's: a function of theirs, run by another role,
+ * would run with that role's privileges (PostgreSQL itself runs index
+ * expressions as the table's owner, in a security-restricted operation).
+ */
+static void
+check_runs_no_owner_code(Relation index, const char *fname)
+{
+	List	   *exprs = RelationGetIndexExpressions(index);
+	List	   *pred = RelationGetIndexPredicate(index);
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(index->rd_index->indrelid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", index->rd_index->indrelid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	if (has_privs_of_role(GetUserId(), owner))
+		return;
+	if (calls_not_builtin((Node *) exprs, NULL) || calls_not_builtin((Node *) pred, NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("%s does not run the functions of index \"%s\" for a role other than its table's owner",
+						fname, RelationGetRelationName(index)),
+				 errdetail("Its expression or predicate calls a function that is not built into PostgreSQL; it would run with the current role's privileges."),
+				 errhint("Run it as a role with the privileges of the table's owner, or build the filter with bloom_agg over the table.")));
+}
+
+/*
+ * Errors unless the prepared query's aggregate is the extension's own
+ * bloom_agg(anyelement, float8): in a schema others may write, a function
+ * of the same name and closer argument types would be chosen instead.
+ */
+static void
+check_calls_own_aggregate(SPIPlanPtr plan, const char *schema, const char *fname)
+{
+	Oid			argtypes[2] = {ANYELEMENTOID, FLOAT8OID};
+	Oid			own = LookupFuncName(list_make2(makeString(pstrdup(schema)),
+											   makeString("bloom_agg")),
+									 2, argtypes, false);
+	List	   *sources = SPI_plan_get_plan_sources(plan);
+	CachedPlanSource *source;
+	Query	   *query;
+	TargetEntry *tle;
+
+	if (list_length(sources) != 1)
+		elog(ERROR, "%s: unexpected plan", fname);
+	source = linitial(sources);
+	query = list_length(source->query_list) == 1 ? linitial_node(Query, source->query_list) : NULL;
+	tle = query != NULL && query->targetList != NIL ? linitial_node(TargetEntry, query->targetList) : NULL;
+	if (tle == NULL || !IsA(tle->expr, Aggref) || ((Aggref *) tle->expr)->aggfnoid != own)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("another function named bloom_agg in schema \"%s\" would be called by %s",
+						schema, fname),
+				 errhint("Remove it, or install amqfilter in a schema only trusted roles can create objects in.")));
+}
+
 /*
  * amqfilter_index_filter(index regclass, p float8 DEFAULT NULL) -> bloom
  *
@@ -544,7 +625,10 @@ amqfilter_index_candidates(PG_FUNCTION_ARGS)
  * The query names everything it uses: the table and the deparsed
  * expression and predicate are qualified as the function's pinned
  * search_path (pg_catalog, pg_temp) requires, and bloom_agg is called in
- * the schema this function is in, the extension's.
+ * the schema this function is in, the extension's, and checked to be its
+ * own once the query is parsed.  The expression and predicate are the
+ * table owner's code: a role that may not act as the owner may only run
+ * them when they call PostgreSQL's own functions alone.
  */
 PG_FUNCTION_INFO_V1(amqfilter_index_filter);
 
@@ -566,6 +650,7 @@ amqfilter_index_filter(PG_FUNCTION_ARGS)
 	Datum		result;
 	bool		isnull;
 	int			rc;
+	SPIPlanPtr	plan;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
@@ -601,6 +686,7 @@ amqfilter_index_filter(PG_FUNCTION_ARGS)
 			predicate = TextDatumGetCString(DirectFunctionCall2(pg_get_expr, pred,
 																ObjectIdGetDatum(heapoid)));
 	}
+	check_runs_no_owner_code(index, fname);
 	index_close(index, AccessShareLock);
 
 	schema = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
@@ -616,7 +702,12 @@ amqfilter_index_filter(PG_FUNCTION_ARGS)
 	args[0] = Float8GetDatum(p);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	rc = SPI_execute_with_args(sql.data, 1, argtypes, args, NULL, true, 1);
+	plan = SPI_prepare(sql.data, 1, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "%s: could not prepare \"%s\": %s", fname, sql.data,
+			 SPI_result_code_string(SPI_result));
+	check_calls_own_aggregate(plan, schema, fname);
+	rc = SPI_execute_plan(plan, args, NULL, true, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "%s: unexpected result of \"%s\"", fname, sql.data);
 	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
