@@ -355,7 +355,8 @@ write_results() {
 		"## Filter index" \
 		"## Sizeless aggregates" \
 		"## Query shapes: a join to a table of filters, a probe in a function" \
-		"## Runtime join filters"; do
+		"## Runtime join filters" \
+		"## Runtime join filters: sharded joins"; do
 		results_section "$RESULTS_FILE" "$heading"
 	done)
 	{

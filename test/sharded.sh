@@ -34,7 +34,18 @@
 #      of bloom_agg over a non-text key, a server without the `extensions` option),
 #      and give the right answers anyway; the scalar subquery docs/recipes.md writes
 #      instead of the join is sent to the shards, and with no filter or a NULL
-#      one still returns the plain join's rows.
+#      one still returns the plain join's rows;
+#   7. plain joins with amqfilter.join_filter on send the runtime filter to the
+#      shards: the remote SQL carries it, fewer rows are fetched (at most the
+#      matching rows and the filter's false positives), and the rows are the
+#      same as with the filter off (EXCEPT ALL both ways) for inner and semi
+#      joins, NULL keys, int4 keys against the shards' bigint, text keys, one
+#      foreign table and the partitioned table over both, a prepared statement's
+#      generic plan, async_capable servers, a shard at amqfilter 0.1, 40
+#      generated joins; where it cannot be sent (a server without the
+#      extensions option, a build side larger than
+#      amqfilter.join_filter_remote_max_kb, a build side that changes between
+#      rescans) EXPLAIN says why, and the rows are the same.
 #
 # Prints PASS or FAIL per check; exits non-zero when any check failed.
 set -euo pipefail
@@ -421,6 +432,134 @@ check_not_pushed() {
 		"$(coord "SELECT count(*) FROM events_1 WHERE k <@ (SELECT bloom_agg(k, 150, 0.01) FROM wanted)")"
 }
 
+# on_off NAME SQL: SQL's rows with the runtime filter on equal those with it off,
+# both ways (EXCEPT ALL), and there are some.
+FILTER_ON="LOAD 'amqfilter'; SET amqfilter.join_filter = on;"
+on_off() {
+	local name=$1 sql=$2
+	expect "$name: the same rows with the filter on and off" "$(coord "
+		SET amqfilter.join_filter = on;
+		CREATE TEMP TABLE r_on AS $sql;
+		SET amqfilter.join_filter = off;
+		CREATE TEMP TABLE r_off AS $sql;
+		SELECT (SELECT count(*) FROM r_on) = (SELECT count(*) FROM r_off)
+			AND NOT EXISTS (SELECT * FROM r_on EXCEPT ALL SELECT * FROM r_off)
+			AND NOT EXISTS (SELECT * FROM r_off EXCEPT ALL SELECT * FROM r_on)
+			AND (SELECT count(*) FROM r_on) > 0")" t
+}
+
+check_shipped() {
+	local sql plan on off matching i n shape
+	coord "CREATE TABLE wanted4 AS
+			SELECT CASE WHEN g % 10 = 0 THEN NULL ELSE g * 41 END::int AS k,
+			       'row ' || (g * 7) AS payload
+			  FROM generate_series(1, 200) g;
+		ANALYZE wanted4;"
+	sql="SELECT e.k, e.payload FROM events e JOIN wanted w ON w.k = e.k"
+	plan=$(coord "$FILTER_ON EXPLAIN (VERBOSE, COSTS OFF) $sql")
+	expect "a plain join: the runtime filter goes to both shards with the remote query" \
+		"$(remote_sql_count "$plan" 'WHERE \(\$1::public\.bloom IS NULL OR public\.bloom_contains\(\$1::public\.bloom, k\)\)')" 2
+	expect_match "a plain join: EXPLAIN says where the filter went" \
+		"$plan" 'Runtime Filter Sent to Foreign Scans: 2'
+	expect_no_match "a plain join: no local probe node over the foreign scans" \
+		"$plan" 'AmqRuntimeFilter\)'
+	on=$(coord "$FILTER_ON EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $sql" | foreign_scan_rows)
+	off=$(fetched "$sql")
+	matching=$(coord "SELECT count(*) FROM ($sql) x")
+	# p = 0.001 over the 12,000 remote rows: about 12 false positives
+	if [ "$on" -lt "$off" ] && [ "$on" -le $((matching * 105 / 100 + 50)) ]; then
+		pass "a plain join fetches the matching rows and a few false positives ($on of $off; $matching match)"
+	else
+		fail "a plain join fetches $on rows with the filter, $off without; $matching match"
+	fi
+	expect_match "EXPLAIN ANALYZE gives the bytes sent" \
+		"$(coord "$FILTER_ON EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $sql")" 'Runtime Filter Sent: [0-9]+ bytes'
+	on_off "inner join over the partitioned table" "$sql"
+	on_off "inner join with one foreign table" "SELECT e.k, e.payload FROM events_2 e JOIN wanted w ON w.k = e.k"
+	on_off "semi join" "SELECT e.k, e.payload FROM events e WHERE e.k IN (SELECT k FROM wanted)"
+	on_off "int4 keys with NULLs against the shards' bigint" \
+		"SELECT e.k, w.k AS wk FROM events e JOIN wanted4 w ON w.k = e.k"
+	on_off "text keys" "SELECT e.k, e.payload FROM events e JOIN wanted4 w ON w.payload = e.payload"
+	expect "text keys: the filter goes to both shards, hashed as bytes" \
+		"$(remote_sql_count "$(coord "$FILTER_ON EXPLAIN (VERBOSE, COSTS OFF)
+			SELECT e.k FROM events e JOIN wanted4 w ON w.payload = e.payload")" \
+			'bloom_contains\(\$1::public\.bloom, payload COLLATE pg_catalog\."C"\)')" 2
+	expect "a prepared statement's generic plan: the same rows" "$(coord "
+		SET amqfilter.join_filter = on;
+		SET plan_cache_mode = force_generic_plan;
+		PREPARE p(int) AS SELECT e.k, e.payload FROM events e JOIN wanted w ON w.k = e.k WHERE w.k < \$1;
+		CREATE TEMP TABLE r_on AS EXECUTE p(3000);
+		SET amqfilter.join_filter = off;
+		CREATE TEMP TABLE r_off AS SELECT e.k, e.payload FROM events e JOIN wanted w ON w.k = e.k WHERE w.k < 3000;
+		SELECT (SELECT count(*) FROM r_on) = (SELECT count(*) FROM r_off)
+			AND NOT EXISTS (SELECT * FROM r_on EXCEPT ALL SELECT * FROM r_off)
+			AND (SELECT count(*) FROM r_on) > 0")" t
+	coord "ALTER SERVER shard1 OPTIONS (ADD async_capable 'true');
+		ALTER SERVER shard2 OPTIONS (ADD async_capable 'true');"
+	plan=$(coord "$FILTER_ON EXPLAIN (VERBOSE, COSTS OFF) $sql")
+	expect "async_capable servers: both scans stay async and take the filter" \
+		"$(grep -c 'Async Foreign Scan' <<<"$plan")|$(remote_sql_count "$plan" 'bloom_contains')" "2|2"
+	on_off "async_capable servers" "$sql"
+	coord "ALTER SERVER shard1 OPTIONS (DROP async_capable);
+		ALTER SERVER shard2 OPTIONS (DROP async_capable);"
+	on_off "a shard at amqfilter 0.1" "SELECT e.k, e.payload FROM events_2_old e JOIN wanted w ON w.k = e.k"
+	expect "a shard at amqfilter 0.1: the filter goes to it" \
+		"$(remote_sql_count "$(coord "$FILTER_ON EXPLAIN (VERBOSE, COSTS OFF)
+			SELECT e.k FROM events_2_old e JOIN wanted w ON w.k = e.k")" 'bloom_contains')" 1
+
+	# where it is not sent, EXPLAIN says why, and the join is as before
+	sql="SELECT e.k, e.payload FROM events_1_plain e JOIN wanted w ON w.k = e.k"
+	plan=$(coord "$FILTER_ON EXPLAIN (VERBOSE, COSTS OFF) $sql")
+	expect_match "a server without extensions 'amqfilter': not sent, and EXPLAIN says why" \
+		"$plan" "Runtime Filter Not Sent: events_1_plain: its server's extensions option does not name amqfilter"
+	on_off "a server without extensions 'amqfilter'" "$sql"
+	sql="SELECT e.k, e.payload FROM events e JOIN wanted w ON w.k = e.k"
+	coord "CREATE TABLE wanted_big AS SELECT g::bigint AS k FROM generate_series(1, 4000) g;
+		ANALYZE wanted_big;"
+	sql="SELECT e.k, e.payload FROM events e JOIN wanted_big w ON w.k = e.k"
+	expect_match "a filter larger than amqfilter.join_filter_remote_max_kb is not sent" \
+		"$(coord "$FILTER_ON SET amqfilter.join_filter_remote_max_kb = 1;
+			EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $sql")" \
+		'Runtime Filter Sent: (more keys than|larger than) amqfilter\.join_filter_remote_max_kb'
+	expect "a filter too large to send: the same rows" "$(coord "
+		SET amqfilter.join_filter_remote_max_kb = 1;
+		SET amqfilter.join_filter = on;
+		CREATE TEMP TABLE r_on AS $sql;
+		SET amqfilter.join_filter = off;
+		CREATE TEMP TABLE r_off AS $sql;
+		SELECT (SELECT count(*) FROM r_on) = (SELECT count(*) FROM r_off)
+			AND NOT EXISTS (SELECT * FROM r_on EXCEPT ALL SELECT * FROM r_off)
+			AND (SELECT count(*) FROM r_on) > 0")" t
+	sql="SELECT w.k, (SELECT count(*) FROM events e JOIN wanted x ON x.k = e.k AND x.k <> w.k) FROM wanted w WHERE w.k < 200"
+	expect_match "a build side that changes between rescans: not sent, and EXPLAIN says why" \
+		"$(coord "$FILTER_ON SET amqfilter.join_filter_min_rejected = 0; SET amqfilter.join_filter_min_probe_rows = 0;
+			EXPLAIN (VERBOSE, COSTS OFF) $sql")" 'Runtime Filter Not Sent: events_1: the build side changes between rescans'
+	on_off "a correlated subquery around the join" "$sql"
+
+	# generated joins: key sets of each size and spread, inner and semi
+	local before=$FAILURES log
+	log=$(mktemp)
+	for ((i = 1; i <= 40; i++)); do
+		n=$((i * 53 % 900 + 1))
+		coord "DROP TABLE IF EXISTS gen; CREATE TABLE gen AS
+			SELECT CASE WHEN g % $((i % 7 + 3)) = 0 THEN NULL ELSE (g * $((i % 11 + 2)) + $i)::int END AS k
+			  FROM generate_series(1, $n) g; ANALYZE gen;"
+		if ((i % 2)); then
+			shape="SELECT e.k, e.payload FROM events e JOIN gen g ON g.k = e.k"
+		else
+			shape="SELECT e.k, e.payload FROM events e WHERE e.k IN (SELECT k FROM gen)"
+		fi
+		on_off "generated join $i ($n keys)" "$shape" >>"$log"
+	done
+	if [ "$FAILURES" -eq "$before" ]; then
+		pass "40 generated joins (inner and semi, NULL keys): the same rows on and off"
+	else
+		fail "generated joins: $((FAILURES - before)) of 40 differ on and off"
+		grep '^FAIL' "$log" | sed 's/^/      /'
+	fi
+	rm -f "$log"
+}
+
 main() {
 	local fdw_control
 	fdw_control=$("$PG_CONFIG" --sharedir)/extension/postgres_fdw.control
@@ -443,6 +582,7 @@ main() {
 	check_text_travel
 	check_versions
 	check_not_pushed
+	check_shipped
 
 	stop_cluster
 	checks_summary sharded

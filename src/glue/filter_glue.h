@@ -227,6 +227,8 @@ amq_hash_int(int64 v, uint64 seed)
 }
 
 extern AmqHasher *amq_hasher_get(FunctionCallInfo fcinfo, int argno);
+extern void amq_hasher_init(AmqHasher *hasher, Oid type, Oid collation,
+							MemoryContext mcxt);
 extern uint64 amq_hash_datum(const AmqHasher *hasher, Datum value, uint64 seed,
 							 uint32 family);
 extern void amq_check_family(const AmqHasher *hasher, uint32 family,

@@ -508,6 +508,17 @@ check_stable(const AmqHasher *hasher)
  * The hasher for argument argno of the current call, looked up on first use
  * and kept in fn_extra for the rest of the query.
  */
+/*
+ * Fills in a hasher for values of type under collation, as a filter's
+ * aggregate would hash them, for code that hashes outside a function call
+ * (runtime join filters shipped to other servers); errors as amq_hasher_get.
+ */
+void
+amq_hasher_init(AmqHasher *hasher, Oid type, Oid collation, MemoryContext mcxt)
+{
+	hasher_init(hasher, type, collation, mcxt);
+}
+
 AmqHasher *
 amq_hasher_get(FunctionCallInfo fcinfo, int argno)
 {

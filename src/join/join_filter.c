@@ -46,6 +46,20 @@ amq_join_filter_init(void)
 							 "0 adds a filter to every eligible join and keeps it testing every row.",
 							 &amq_join_filter_min_rejected, 0.25, 0, 1,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("amqfilter.join_filter_remote",
+							 "Sends runtime join filters to postgres_fdw's foreign scans.",
+							 "A foreign scan on the probe side of a filtered hash join, on a "
+							 "server whose extensions option names amqfilter, gets the "
+							 "filter as a parameter of its remote query, so that the "
+							 "server returns only the rows it does not rule out.",
+							 &amq_join_filter_remote, true, PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("amqfilter.join_filter_remote_max_kb",
+							"The largest runtime join filter sent to a foreign scan.",
+							"A build side whose filter would be larger is not sent: the "
+							"scans return every row, as without the filter.",
+							&amq_join_filter_remote_max_kb, 4096, 1, 1024 * 1024,
+							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
 	RegisterCustomScanMethods(&amq_join_filter_build_methods);
 	RegisterCustomScanMethods(&amq_join_filter_probe_methods);
 	amq_join_filter_install_planner_hook();

@@ -7,6 +7,7 @@
  * The files of join/, from the bottom up (a file calls only those before it):
  *	join_filter_spec.c	the settings, and a filter's spec as plans carry it
  *	join_filter_exec.c	the two nodes, at run time
+ *	join_filter_remote.c	sending a filter to postgres_fdw's foreign scans
  *	join_filter_plan.c	the planner hook that places them
  *	join_filter.c		the setup, from _PG_init
  *
@@ -27,6 +28,8 @@
 /* settings (amqfilter.join_filter*): join_filter_spec.c */
 extern bool amq_join_filter;
 extern int	amq_join_filter_max_keys;
+extern bool amq_join_filter_remote;
+extern int	amq_join_filter_remote_max_kb;
 extern double amq_join_filter_min_probe_rows;
 extern double amq_join_filter_min_rejected;
 
@@ -39,8 +42,9 @@ extern const CustomScanMethods amq_join_filter_probe_methods;
  * of Integer nodes (so plans copy, serialize for parallel workers and read
  * back): the filter's number in the statement, the PARAM_EXEC slot, then
  * for each key the extended hash function to use (InvalidOid: an integer
- * key, hashed inline) and its collation, and last the index a probe node
- * may skip its table by (index_skip.c).  The key expressions themselves
+ * key, hashed inline) and its collation, the index a probe node may skip
+ * its table by (index_skip.c), and last, for a build node, what it ships
+ * to foreign scans (remote_paramid, remote_scans, remote_refused).  The key expressions themselves
  * are custom_exprs, in terms of the node's child's output (OUTER_VAR).
  */
 typedef struct JoinFilterSpec
@@ -53,11 +57,24 @@ typedef struct JoinFilterSpec
 	Oid		   *types;			/* of the keys as hashed: integers by width */
 	Oid			skip_index;		/* probe: the amqfilter index of the table
 								 * under it on its one key, or InvalidOid */
+	/*
+	 * build: the PARAM_EXEC slot in which it leaves a bloom value of the
+	 * keys for the foreign scans it was shipped to (join_filter_remote.c),
+	 * or -1; the foreign scans it reached, and those it could not
+	 */
+	int			remote_paramid;
+	int			remote_scans;
+	List	   *remote_refused;	/* "scan: why" strings */
 } JoinFilterSpec;
 
 /* join_filter_spec.c */
 extern List *amq_join_filter_spec_to_list(const JoinFilterSpec *spec);
 extern void amq_join_filter_spec_from_list(List *private, JoinFilterSpec *spec);
+
+/* join_filter_remote.c */
+extern bool amq_join_filter_ship(PlannedStmt *stmt, Plan *plan, Var *key,
+								 Oid build_type, Oid collation, int *paramid,
+								 const char **refused);
 
 /* join_filter.c */
 extern void amq_join_filter_init(void);

@@ -56,6 +56,12 @@
 #define JOIN_FILTER_BITS_PER_KEY	12.0
 /* the seed keys are hashed with, on both sides */
 #define JOIN_FILTER_SEED	UINT64CONST(0x616d716a6f696e66)
+/*
+ * The false-positive rate of the bloom value shipped to foreign scans: each
+ * remote row the filter wrongly lets through crosses the network, so it is
+ * lower than the local filter's
+ */
+#define JOIN_FILTER_REMOTE_FPR	0.001
 /* probe-side rows tested before deciding whether the filter pays */
 #define JOIN_FILTER_WINDOW	65536
 
@@ -133,6 +139,14 @@ typedef struct JoinFilter
 	int			nvalues;
 	int			maxvalues;
 	bool		values_off;		/* more than JOIN_SKIP_MAX_KEYS */
+	/* the bloom value for foreign scans (join_filter_remote.c), if shipped */
+	ParamExecData *remote;		/* its slot, or NULL */
+	AmqHasher	remote_hasher;	/* how a bloom value hashes the key */
+	uint64	   *remote_hashes;	/* while collecting */
+	int64		remote_n;
+	int64		remote_max;
+	const char *remote_off;		/* why none is sent, or NULL */
+	int64		remote_bytes;	/* of the value sent */
 } JoinFilter;
 
 /* The keys of a node and how to hash them. */
@@ -413,6 +427,17 @@ filter_reset(JoinFilter *filter)
 	filter->handed_over = false;
 	filter->bloom.words = NULL;
 	filter->bloom.nblocks = 0;
+	filter->remote_hashes = NULL;
+	filter->remote_n = 0;
+	filter->remote_max = 0;
+	filter->remote_off = NULL;
+	filter->remote_bytes = 0;
+	/* a foreign scan that opens its cursor now gets no filter: every row */
+	if (filter->remote != NULL)
+	{
+		filter->remote->value = (Datum) 0;
+		filter->remote->isnull = true;
+	}
 }
 
 static void
@@ -439,6 +464,18 @@ build_begin(CustomScanState *css, EState *estate, int eflags)
 	}
 	param->value = PointerGetDatum(node->filter);
 	param->isnull = false;
+	if (node->spec.remote_paramid >= 0)
+	{
+		node->filter->remote = &estate->es_param_exec_vals[node->spec.remote_paramid];
+		amq_hasher_init(&node->filter->remote_hasher, node->filter->value_type,
+						node->spec.collations[0], estate->es_query_cxt);
+		filter_reset(node->filter);
+		if (!amq_join_filter)
+		{
+			node->filter->status = JOIN_FILTER_OFF;
+			node->filter->remote_off = "amqfilter.join_filter is off";
+		}
+	}
 }
 
 /* Keeps the value of a row's one key (not NULL), up to JOIN_SKIP_MAX_KEYS. */
@@ -497,6 +534,9 @@ filter_keep(JoinFilter *filter, uint64 hash)
 			filter->values = NULL;
 			filter->nvalues = filter->maxvalues = 0;
 			filter->values_off = true;
+			filter->remote_hashes = NULL;
+			filter->remote_n = filter->remote_max = 0;
+			filter->remote_off = "more keys than amqfilter.join_filter_max_keys";
 			filter->status = JOIN_FILTER_OFF;
 			return;
 		}
@@ -507,6 +547,87 @@ filter_keep(JoinFilter *filter, uint64 hash)
 		filter->maxhashes = grown;
 	}
 	filter->hashes[filter->nhashes++] = hash;
+}
+
+/*
+ * Keeps the bloom hash of a row's one key for the value shipped to foreign
+ * scans, or gives that value up past amqfilter.join_filter_remote_max_kb
+ * (each key takes at least a byte of it).
+ */
+static void
+filter_keep_remote(JoinFilterState *node, TupleTableSlot *slot)
+{
+	JoinFilter *filter = node->filter;
+	KeyHasher  *hasher = &node->hasher;
+	ExprContext *econtext = node->css.ss.ps.ps_ExprContext;
+	Datum		value;
+	bool		isnull;
+
+	if (hasher->columns[0] != 0)
+		value = slot_getattr(slot, hasher->columns[0], &isnull);
+	else
+	{
+		econtext->ecxt_outertuple = slot;
+		value = ExecEvalExprSwitchContext(hasher->keys[0], econtext, &isnull);
+	}
+	if (isnull)
+		return;
+	if (filter->remote_n == filter->remote_max)
+	{
+		int64		limit = (int64) amq_join_filter_remote_max_kb * 1024;
+
+		if (filter->remote_n >= limit)
+		{
+			filter->remote_off = "more keys than amqfilter.join_filter_remote_max_kb holds";
+			filter->remote_hashes = NULL;	/* in filter->cxt, reset with it */
+			filter->remote_n = filter->remote_max = 0;
+			return;
+		}
+		filter->remote_max = Min(Max(filter->remote_max * 2, 1024), limit);
+		filter->remote_hashes = filter->remote_hashes == NULL ?
+			MemoryContextAllocHuge(filter->cxt, filter->remote_max * sizeof(uint64)) :
+			repalloc_huge(filter->remote_hashes, filter->remote_max * sizeof(uint64));
+	}
+	filter->remote_hashes[filter->remote_n++] =
+		amq_hash_datum(&filter->remote_hasher, value, AMQ_BLOOM_DEFAULT_SEED,
+					   filter->remote_hasher.family);
+}
+
+/*
+ * The build side ended: the bloom value of its keys goes into the slot the
+ * foreign scans read it from when they open their cursors.
+ */
+static void
+filter_build_remote(JoinFilter *filter)
+{
+	amq_bloom_params params;
+	amq_bloom_view view;
+	struct varlena *value;
+	uint64		n = Max(filter->remote_n, 1);
+	MemoryContext old;
+
+	if (filter->remote_off != NULL)
+		return;
+	if (amq_bloom_size(n, JOIN_FILTER_REMOTE_FPR, AMQ_BLOOM_LAYOUT_BLOCKED, &params) != AMQ_OK ||
+		params.bytes > (uint64) amq_join_filter_remote_max_kb * 1024)
+	{
+		filter->remote_off = "larger than amqfilter.join_filter_remote_max_kb";
+		return;
+	}
+	old = MemoryContextSwitchTo(filter->cxt);
+	value = amq_varlena_alloc(params.bytes);
+	MemoryContextSwitchTo(old);
+	amq_bloom_init((uint8 *) VARDATA(value), &params, n, JOIN_FILTER_REMOTE_FPR,
+				   AMQ_BLOOM_DEFAULT_SEED);
+	if (amq_bloom_open((uint8 *) VARDATA(value), params.bytes, &view) != AMQ_OK)
+		elog(ERROR, "runtime join filter: a new bloom value fails its check");
+	if (filter->remote_n > 0 &&
+		amq_bloom_add_many(&view, filter->remote_hashes, filter->remote_n,
+						   filter->remote_hasher.family) != AMQ_OK)
+		elog(ERROR, "runtime join filter: could not add to a bloom value");
+	filter->remote_bytes = (int64) params.bytes;
+	filter->remote->value = PointerGetDatum(value);
+	filter->remote->isnull = false;
 }
 
 /* The build side ended: size the filter for what it saw and fill it. */
@@ -536,6 +657,8 @@ filter_build(JoinFilter *filter)
 		pfree(filter->hashes);
 	filter->hashes = NULL;
 	filter->status = JOIN_FILTER_READY;
+	if (filter->remote != NULL)
+		filter_build_remote(filter);
 }
 
 /*
@@ -688,6 +811,9 @@ build_exec(CustomScanState *css)
 		if (node->filter->keep_values && !node->filter->values_off &&
 			node->filter->shared == NULL)
 			filter_keep_value(node, slot);
+		if (node->filter->remote != NULL && node->filter->remote_off == NULL &&
+			node->filter->status == JOIN_FILTER_COLLECTING)
+			filter_keep_remote(node, slot);
 	}
 	return slot;
 }
@@ -700,7 +826,10 @@ build_rescan(CustomScanState *css)
 
 	filter_reset(node->filter);
 	if (!amq_join_filter)
+	{
 		node->filter->status = JOIN_FILTER_OFF;
+		node->filter->remote_off = "amqfilter.join_filter is off";
+	}
 	rescan_child(node);
 }
 
@@ -796,8 +925,29 @@ build_explain(CustomScanState *css, List *ancestors, ExplainState *es)
 	JoinFilter *filter = node->filter;
 
 	explain_keys(node, ancestors, es);
+	if (node->spec.remote_scans > 0)
+		ExplainPropertyInteger("Runtime Filter Sent to Foreign Scans", NULL,
+							   node->spec.remote_scans, es);
+	if (node->spec.remote_refused != NIL)
+	{
+		List	   *why = NIL;
+		ListCell   *lc;
+
+		foreach(lc, node->spec.remote_refused)
+			why = lappend(why, strVal(lfirst(lc)));
+		ExplainPropertyList("Runtime Filter Not Sent", why, es);
+	}
 	if (!es->analyze || filter == NULL)
 		return;
+	if (filter->remote != NULL)
+	{
+		if (filter->remote_bytes > 0)
+			ExplainPropertyInteger("Runtime Filter Sent", "bytes", filter->remote_bytes, es);
+		else
+			ExplainPropertyText("Runtime Filter Sent", filter->remote_off != NULL ?
+								filter->remote_off : "no: the scans opened before the build side was read",
+								es);
+	}
 	if (filter->status == JOIN_FILTER_READY)
 	{
 		ExplainPropertyInteger("Runtime Filter Keys", NULL, filter->keys, es);

@@ -69,11 +69,25 @@
 
 static planner_hook_type prev_planner_hook = NULL;
 
+/* What the filter being placed ships to foreign scans (join_filter_remote.c). */
+typedef struct RemoteShip
+{
+	Oid			build_type;		/* of the build side's key */
+	Oid			collation;		/* the join's */
+	const char *refuse_all;		/* why no scan may take it, or NULL */
+	int			paramid;		/* its slot, once a scan took it; else -1 */
+	int			scans;			/* the scans that took it */
+	List	   *refused;		/* "table: why" of those that could not */
+} RemoteShip;
+
 typedef struct Rewrite
 {
 	PlannedStmt *stmt;
 	int			next_filter_no;
 	int			next_plan_node_id;
+	RemoteShip *remote;			/* of the filter being placed; NULL: one key
+								 * is needed */
+	bool		remote_only;	/* the filter goes to foreign scans only */
 } Rewrite;
 
 /*
@@ -335,6 +349,40 @@ spec_with_skip_index(Rewrite *rw, Plan *plan, List *keys, const JoinFilterSpec *
 }
 
 /*
+ * Sends the filter being placed to a foreign scan's server with its query,
+ * if the scan can take it: then the scan needs no probe node (and an async
+ * Append of foreign scans stays async).  A scan that cannot is recorded
+ * with why, for the build node's EXPLAIN.
+ */
+static bool
+ship_to_foreign_scan(Rewrite *rw, Plan *plan, List *keys)
+{
+	RemoteShip *remote = rw->remote;
+	ForeignScan *fs = (ForeignScan *) plan;
+	const char *refused;
+	const char *name;
+
+	if (remote == NULL)
+		return false;
+	name = fs->scan.scanrelid > 0 ?
+		get_rel_name(rt_fetch(fs->scan.scanrelid, rw->stmt->rtable)->relid) : NULL;
+	if (name == NULL)
+		name = "a foreign scan";
+	if (remote->refuse_all != NULL)
+		refused = remote->refuse_all;
+	else if (amq_join_filter_ship(rw->stmt, plan, linitial(keys), remote->build_type,
+								  remote->collation, &remote->paramid, &refused))
+	{
+		remote->scans++;
+		return true;
+	}
+	if (refused != NULL)
+		remote->refused = lappend(remote->refused,
+								  makeString(psprintf("%s: %s", name, refused)));
+	return false;
+}
+
+/*
  * Puts the probe node for keys (columns of *slot's output) as far down as
  * they pass unchanged, or right over *slot.
  */
@@ -405,9 +453,15 @@ place_probe(Rewrite *rw, Plan **slot, List *keys, const JoinFilterSpec *spec)
 				break;
 			place_probe(rw, outer_input ? &plan->lefttree : &plan->righttree, below, spec);
 			return;
+		case T_ForeignScan:
+			if (ship_to_foreign_scan(rw, plan, keys))
+				return;
+			break;
 		default:
 			break;
 	}
+	if (rw->remote_only)
+		return;
 	*slot = make_filter_node(rw, &amq_join_filter_probe_methods, plan, keys,
 							 spec_with_skip_index(rw, plan, keys, spec));
 }
@@ -446,28 +500,40 @@ add_filter(Rewrite *rw, HashJoin *join)
 	JoinFilterSpec spec;
 	int			nkeys = list_length(join->hashkeys);
 	JoinFilterSpec probe;
+	RemoteShip	remote;
 	double		match_share;
+	bool		local_off;
 	int			i;
 
 	if (!join_may_filter(join->join.jointype) || !IsA(hash, Hash) || nkeys == 0 ||
 		list_length(hash->hashkeys) != nkeys)
 		return;
-	/* a probe side too small to gain, a build side too large to hold */
-	if (outer->plan_rows < amq_join_filter_min_probe_rows ||
-		hash->plan.plan_rows > (double) amq_join_filter_max_keys)
+	/* a build side too large to hold */
+	if (hash->plan.plan_rows > (double) amq_join_filter_max_keys)
 		return;
+
 	/*
-	 * a join expected to match too many of its probe-side rows to pay for
-	 * testing them: the test the probe node makes on its first rows, made
-	 * from the estimates, so that such a join keeps its plan unchanged (a
-	 * filter that switches itself off still costs a node a row)
+	 * A probe side too small to gain, or a join expected to match too many
+	 * of its probe-side rows to pay for testing them (the test the probe
+	 * node makes on its first rows, made from the estimates, so that such a
+	 * join keeps its plan unchanged: a filter that switches itself off
+	 * still costs a node a row) gets no local probe nodes.  Its foreign
+	 * scans may still take the filter: their estimates are often a guess
+	 * (a foreign table nobody analyzed counts 1,000 rows), a row sent over
+	 * the network costs far more than the server's test, and the filter
+	 * costs nothing here.
 	 */
 	match_share = expected_match_share(join, outer);
-	if (match_share >= 0 && 1.0 - match_share < amq_join_filter_min_rejected)
+	local_off = outer->plan_rows < amq_join_filter_min_probe_rows ||
+		(match_share >= 0 && 1.0 - match_share < amq_join_filter_min_rejected);
+	if (local_off && nkeys != 1)
 		return;
 
 	spec.nkeys = nkeys;
 	spec.skip_index = InvalidOid;
+	spec.remote_paramid = -1;
+	spec.remote_scans = 0;
+	spec.remote_refused = NIL;
 	spec.hash_procs = palloc(sizeof(Oid) * nkeys);
 	spec.collations = palloc(sizeof(Oid) * nkeys);
 	spec.types = palloc(sizeof(Oid) * nkeys);
@@ -485,16 +551,69 @@ add_filter(Rewrite *rw, HashJoin *join)
 			return;
 		spec.collations[i] = list_nth_oid(join->hashcollations, i);
 	}
-	spec.filter_no = probe.filter_no = ++rw->next_filter_no;
-	spec.paramid = probe.paramid = list_length(rw->stmt->paramExecTypes);
-	rw->stmt->paramExecTypes = lappend_oid(rw->stmt->paramExecTypes, INTERNALOID);
+	/* the filter's number and slot: now if probe nodes will need them */
+	spec.filter_no = probe.filter_no = local_off ? 0 : ++rw->next_filter_no;
+	spec.paramid = probe.paramid = local_off ? -1 : list_length(rw->stmt->paramExecTypes);
+	if (!local_off)
+		rw->stmt->paramExecTypes = lappend_oid(rw->stmt->paramExecTypes, INTERNALOID);
 
+
+	/*
+	 * One key may also go to foreign scans of the probe side, as a bloom
+	 * value; only a build side that is the same at every rescan, and one
+	 * read by this process alone
+	 */
+	remote.build_type = exprType(linitial(hash->hashkeys));
+	remote.collation = spec.collations[0];
+	remote.refuse_all = NULL;
+	remote.paramid = -1;
+	remote.scans = 0;
+	remote.refused = NIL;
+	if (!bms_is_empty(hash->plan.extParam) || !bms_is_empty(hash->plan.lefttree->extParam))
+		remote.refuse_all = "the build side changes between rescans";
+	else if (hash->plan.parallel_aware)
+		remote.refuse_all = "a Parallel Hash join";
+	rw->remote = nkeys == 1 ? &remote : NULL;
+	rw->remote_only = local_off;
+	place_probe(rw, &join->join.plan.lefttree, copyObject(join->hashkeys), &probe);
+	rw->remote = NULL;
+	rw->remote_only = false;
+	/*
+	 * no probe node, and no scan took it: nothing needs the filter; the
+	 * build node stays only to say, in EXPLAIN, which scans could not
+	 */
+	if (local_off && remote.scans == 0 && remote.refused == NIL)
+		return;
+	if (local_off)
+	{
+		spec.filter_no = ++rw->next_filter_no;
+		spec.paramid = list_length(rw->stmt->paramExecTypes);
+		rw->stmt->paramExecTypes = lappend_oid(rw->stmt->paramExecTypes, INTERNALOID);
+	}
+
+	spec.remote_paramid = remote.paramid;
+	spec.remote_scans = remote.scans;
+	spec.remote_refused = remote.refused;
 	hash->plan.lefttree = make_filter_node(rw, &amq_join_filter_build_methods,
 										   hash->plan.lefttree,
 										   copyObject(hash->hashkeys), &spec);
 	/* a Parallel Hash's build side is split: the filter is shared */
 	hash->plan.lefttree->parallel_aware = hash->plan.parallel_aware;
-	place_probe(rw, &join->join.plan.lefttree, copyObject(join->hashkeys), &probe);
+	if (remote.scans > 0)
+	{
+		Plan	   *outer = outerPlan(join);
+
+		/*
+		 * A hash join reads a probe-side row before building when its outer
+		 * side's startup cost is below the Hash's total: a foreign scan would
+		 * then open its cursor, and send its query, before the filter exists.
+		 * Its startup cost is raised to the Hash's, which keeps the join from
+		 * looking first (the plan was chosen already; only EXPLAIN shows it).
+		 */
+		outer->startup_cost = Max(outer->startup_cost, hash->plan.total_cost);
+		if (outer->total_cost < outer->startup_cost)
+			outer->total_cost = outer->startup_cost;
+	}
 }
 
 /* The largest plan_node_id of a tree. */
@@ -569,6 +688,8 @@ join_filter_planner(Query *parse, const char *query_string, int cursorOptions,
 
 	rw.stmt = stmt;
 	rw.next_filter_no = 0;
+	rw.remote = NULL;
+	rw.remote_only = false;
 	rw.next_plan_node_id = max_plan_node_id(stmt->planTree);
 	foreach(lc, stmt->subplans)
 		rw.next_plan_node_id = Max(rw.next_plan_node_id, max_plan_node_id(lfirst(lc)));

@@ -17,6 +17,8 @@ bool		amq_join_filter = false;
 int			amq_join_filter_max_keys = 10000000;
 double		amq_join_filter_min_probe_rows = 10000;
 double		amq_join_filter_min_rejected = 0.25;
+bool		amq_join_filter_remote = true;
+int			amq_join_filter_remote_max_kb = 4096;
 
 /*
  * ----------------------------------------------------------------
@@ -37,7 +39,10 @@ amq_join_filter_spec_to_list(const JoinFilterSpec *spec)
 		list = lappend(list, list_make3(makeInteger((int) spec->hash_procs[i]),
 										makeInteger((int) spec->collations[i]),
 										makeInteger((int) spec->types[i])));
-	return lappend(list, makeInteger((int) spec->skip_index));
+	list = lappend(list, makeInteger((int) spec->skip_index));
+	list = lappend(list, makeInteger(spec->remote_paramid));
+	list = lappend(list, makeInteger(spec->remote_scans));
+	return lappend(list, list_copy_deep(spec->remote_refused));
 }
 
 void
@@ -48,9 +53,12 @@ amq_join_filter_spec_from_list(List *private, JoinFilterSpec *spec)
 	spec->filter_no = intVal(linitial(private));
 	spec->paramid = intVal(lsecond(private));
 	spec->nkeys = intVal(lthird(private));
-	if (list_length(private) != 3 + spec->nkeys + 1)
+	if (list_length(private) != 3 + spec->nkeys + 4)
 		elog(ERROR, "malformed runtime join filter");
-	spec->skip_index = (Oid) intVal(llast(private));
+	spec->skip_index = (Oid) intVal(list_nth(private, 3 + spec->nkeys));
+	spec->remote_paramid = intVal(list_nth(private, 3 + spec->nkeys + 1));
+	spec->remote_scans = intVal(list_nth(private, 3 + spec->nkeys + 2));
+	spec->remote_refused = (List *) list_nth(private, 3 + spec->nkeys + 3);
 	spec->hash_procs = palloc(sizeof(Oid) * spec->nkeys);
 	spec->collations = palloc(sizeof(Oid) * spec->nkeys);
 	spec->types = palloc(sizeof(Oid) * spec->nkeys);
