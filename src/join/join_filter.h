@@ -74,6 +74,7 @@ extern void amq_join_filter_spec_from_list(List *private, JoinFilterSpec *spec);
 /* join_filter_remote.c */
 extern bool amq_join_filter_ship(PlannedStmt *stmt, Plan *plan, Var *key,
 								 Oid build_type, Oid collation, int *paramid,
+								 char **schema, Oid *bloom_type,
 								 const char **refused);
 
 /* join_filter.c */

@@ -478,31 +478,30 @@ build_begin(CustomScanState *css, EState *estate, int eflags)
 	}
 }
 
-/* Keeps the value of a row's one key (not NULL), up to JOIN_SKIP_MAX_KEYS. */
-static void
-filter_keep_value(JoinFilterState *node, TupleTableSlot *slot)
+/* The value of a build-side row's one key, for the keepers below. */
+static Datum
+build_key_value(JoinFilterState *node, TupleTableSlot *slot, bool *isnull)
 {
-	JoinFilter *filter = node->filter;
 	KeyHasher  *hasher = &node->hasher;
 	ExprContext *econtext = node->css.ss.ps.ps_ExprContext;
+
+	if (hasher->columns[0] != 0)
+		return slot_getattr(slot, hasher->columns[0], isnull);
+	econtext->ecxt_outertuple = slot;
+	return ExecEvalExprSwitchContext(hasher->keys[0], econtext, isnull);
+}
+
+/* Keeps the value of a row's one key (not NULL), up to JOIN_SKIP_MAX_KEYS. */
+static void
+filter_keep_value(JoinFilter *filter, Datum value)
+{
 	MemoryContext old;
-	Datum		value;
-	bool		isnull;
 
 	if (filter->nvalues == JOIN_SKIP_MAX_KEYS)
 	{
 		filter->values_off = true;
 		return;
 	}
-	if (hasher->columns[0] != 0)
-		value = slot_getattr(slot, hasher->columns[0], &isnull);
-	else
-	{
-		econtext->ecxt_outertuple = slot;
-		value = ExecEvalExprSwitchContext(hasher->keys[0], econtext, &isnull);
-	}
-	if (isnull)
-		return;
 	old = MemoryContextSwitchTo(filter->cxt);
 	/* detoasted once here, not at every table's probe */
 	if (filter->value_len == -1)
@@ -555,23 +554,8 @@ filter_keep(JoinFilter *filter, uint64 hash)
  * (each key takes at least a byte of it).
  */
 static void
-filter_keep_remote(JoinFilterState *node, TupleTableSlot *slot)
+filter_keep_remote(JoinFilter *filter, Datum value)
 {
-	JoinFilter *filter = node->filter;
-	KeyHasher  *hasher = &node->hasher;
-	ExprContext *econtext = node->css.ss.ps.ps_ExprContext;
-	Datum		value;
-	bool		isnull;
-
-	if (hasher->columns[0] != 0)
-		value = slot_getattr(slot, hasher->columns[0], &isnull);
-	else
-	{
-		econtext->ecxt_outertuple = slot;
-		value = ExecEvalExprSwitchContext(hasher->keys[0], econtext, &isnull);
-	}
-	if (isnull)
-		return;
 	if (filter->remote_n == filter->remote_max)
 	{
 		int64		limit = (int64) amq_join_filter_remote_max_kb * 1024;
@@ -807,13 +791,27 @@ build_exec(CustomScanState *css)
 	if (node->filter->status == JOIN_FILTER_COLLECTING &&
 		hash_row(&node->hasher, css->ss.ps.ps_ExprContext, slot, &hash))
 	{
-		filter_keep(node->filter, hash);
-		if (node->filter->keep_values && !node->filter->values_off &&
-			node->filter->shared == NULL)
-			filter_keep_value(node, slot);
-		if (node->filter->remote != NULL && node->filter->remote_off == NULL &&
-			node->filter->status == JOIN_FILTER_COLLECTING)
-			filter_keep_remote(node, slot);
+		JoinFilter *filter = node->filter;
+		bool		keep_value;
+		bool		keep_remote;
+
+		filter_keep(filter, hash);
+		/* after filter_keep, which turns both off past max_keys */
+		keep_value = filter->keep_values && !filter->values_off &&
+			filter->shared == NULL;
+		keep_remote = filter->remote != NULL && filter->remote_off == NULL &&
+			filter->status == JOIN_FILTER_COLLECTING;
+		/* the key is read once for both (a NULL key was not hashed) */
+		if (keep_value || keep_remote)
+		{
+			bool		isnull;
+			Datum		value = build_key_value(node, slot, &isnull);
+
+			if (!isnull && keep_value)
+				filter_keep_value(filter, value);
+			if (!isnull && keep_remote)
+				filter_keep_remote(filter, value);
+		}
 	}
 	return slot;
 }

@@ -76,6 +76,8 @@ typedef struct RemoteShip
 	Oid			collation;		/* the join's */
 	const char *refuse_all;		/* why no scan may take it, or NULL */
 	int			paramid;		/* its slot, once a scan took it; else -1 */
+	char	   *schema;			/* the extension's, once looked up */
+	Oid			bloom_type;		/* InvalidOid until then */
 	int			scans;			/* the scans that took it */
 	List	   *refused;		/* "table: why" of those that could not */
 } RemoteShip;
@@ -371,7 +373,8 @@ ship_to_foreign_scan(Rewrite *rw, Plan *plan, List *keys)
 	if (remote->refuse_all != NULL)
 		refused = remote->refuse_all;
 	else if (amq_join_filter_ship(rw->stmt, plan, linitial(keys), remote->build_type,
-								  remote->collation, &remote->paramid, &refused))
+								  remote->collation, &remote->paramid,
+								  &remote->schema, &remote->bloom_type, &refused))
 	{
 		remote->scans++;
 		return true;
@@ -567,6 +570,8 @@ add_filter(Rewrite *rw, HashJoin *join)
 	remote.collation = spec.collations[0];
 	remote.refuse_all = NULL;
 	remote.paramid = -1;
+	remote.schema = NULL;
+	remote.bloom_type = InvalidOid;
 	remote.scans = 0;
 	remote.refused = NIL;
 	if (!bms_is_empty(hash->plan.extParam) || !bms_is_empty(hash->plan.lefttree->extParam))

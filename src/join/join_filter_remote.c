@@ -169,18 +169,24 @@ extension_namespace(void)
 	return nsp;
 }
 
-/* The extension's schema and its bloom type. */
+/* The extension's schema and its bloom type; both set only when found. */
 static bool
 extension_bloom(char **schema, Oid *bloom_type)
 {
 	Oid			nsp = extension_namespace();
+	Oid			type;
+	char	   *name;
 
 	if (!OidIsValid(nsp))
 		return false;
-	*bloom_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-								  CStringGetDatum("bloom"), ObjectIdGetDatum(nsp));
-	*schema = get_namespace_name(nsp);
-	return OidIsValid(*bloom_type) && *schema != NULL;
+	type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+						   CStringGetDatum("bloom"), ObjectIdGetDatum(nsp));
+	name = get_namespace_name(nsp);
+	if (!OidIsValid(type) || name == NULL)
+		return false;
+	*bloom_type = type;
+	*schema = name;
+	return true;
 }
 
 /*
@@ -188,14 +194,16 @@ extension_bloom(char **schema, Oid *bloom_type)
  * take it: key is the join's key as plan's output column (an OUTER_VAR),
  * build_type the build side's key type, collation the join's.  *paramid is
  * the filter's slot, allocated here by the first scan shipped to (-1
- * before).  True if shipped; false with *refused set if plan is a foreign
- * scan that cannot take it, false with *refused NULL if it is no foreign
- * scan.  The caller has checked that the build side is the same at every
+ * before); *schema and *bloom_type are the extension's, looked up by the
+ * first scan that gets that far (*bloom_type InvalidOid before).  True if
+ * shipped; false with *refused set if plan is a foreign scan that cannot
+ * take it, false with *refused NULL if it is no foreign scan.  The caller has checked that the build side is the same at every
  * rescan.
  */
 bool
 amq_join_filter_ship(PlannedStmt *stmt, Plan *plan, Var *key, Oid build_type,
-					 Oid collation, int *paramid, const char **refused)
+					 Oid collation, int *paramid, char **schema, Oid *bloom_type,
+					 const char **refused)
 {
 	ForeignScan *fs = (ForeignScan *) plan;
 	ForeignServer *server;
@@ -207,8 +215,6 @@ amq_join_filter_ship(PlannedStmt *stmt, Plan *plan, Var *key, Oid build_type,
 	const char *from;
 	const char *rest;
 	char	   *relname;
-	char	   *schema;
-	Oid			bloom_type;
 	int			n;
 	char	   *param;
 	Param	   *filter;
@@ -244,7 +250,7 @@ amq_join_filter_ship(PlannedStmt *stmt, Plan *plan, Var *key, Oid build_type,
 		return (*refused = "the join compares under a nondeterministic collation"), false;
 	if (list_length(fs->fdw_private) < 1 || !IsA(linitial(fs->fdw_private), String))
 		return (*refused = "its remote query is not one postgres_fdw wrote"), false;
-	if (!extension_bloom(&schema, &bloom_type))
+	if (!OidIsValid(*bloom_type) && !extension_bloom(schema, bloom_type))
 		return (*refused = "the bloom type is not found"), false;
 
 	/* the remote SQL: SELECT ... FROM rel, then nothing or a WHERE clause */
@@ -263,22 +269,22 @@ amq_join_filter_ship(PlannedStmt *stmt, Plan *plan, Var *key, Oid build_type,
 	if (*paramid < 0)
 	{
 		*paramid = list_length(stmt->paramExecTypes);
-		stmt->paramExecTypes = lappend_oid(stmt->paramExecTypes, bloom_type);
+		stmt->paramExecTypes = lappend_oid(stmt->paramExecTypes, *bloom_type);
 	}
 	n = list_length(fs->fdw_exprs) + 1;
 	filter = makeNode(Param);
 	filter->paramkind = PARAM_EXEC;
 	filter->paramid = *paramid;
-	filter->paramtype = bloom_type;
+	filter->paramtype = *bloom_type;
 	filter->paramtypmod = -1;
 	filter->paramcollid = InvalidOid;
 	filter->location = -1;
 	fs->fdw_exprs = lappend(fs->fdw_exprs, filter);
-	param = psprintf("$%d::%s.bloom", n, quote_identifier(schema));
+	param = psprintf("$%d::%s.bloom", n, quote_identifier(*schema));
 	initStringInfo(&cond);
 	appendStringInfo(&cond, "%s%s(%s IS NULL OR %s.bloom_contains(%s, %s%s))",
 					 sql, *rest == '\0' ? " WHERE " : " AND ",
-					 param, quote_identifier(schema), param,
+					 param, quote_identifier(*schema), param,
 					 remote_column(rte->relid, column->varattno),
 					 type_is_collatable(column->vartype) ? " COLLATE pg_catalog.\"C\"" : "");
 	linitial(fs->fdw_private) = makeString(cond.data);
