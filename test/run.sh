@@ -7,8 +7,8 @@
 # META.json names the version the tree builds (test/meta.sh), builds and
 # installs the extension (any compiler warning fails the build), checks that
 # the source tree's dependencies run one way (test/layers.py), runs the core
-# unit tests plain and under ASan/UBSan, then the pg_regress suite against a
-# throwaway cluster, every SQL example of README.md and docs/ (test/docs.sh),
+# unit tests plain and under ASan/UBSan, then the pg_regress suite and the
+# isolation specs against a throwaway cluster, every SQL example of README.md and docs/ (test/docs.sh),
 # the dump/restore and COPY round trips (test/roundtrip.sh), the in-place
 # upgrade from every older version (test/upgrade.sh), the filter index on a
 # logical replication subscriber (test/replication.sh),
@@ -74,11 +74,14 @@ skip_step() {
 regression_tests() {
 	start_cluster
 	if ! pgxs_make installcheck; then
-		local diffs=$AMQ_ROOT/regression.diffs
-		if [ -f "$diffs" ]; then
-			echo "----- $diffs (first 200 lines) -----"
-			head -n 200 "$diffs"
-		fi
+		local diffs
+		# pg_regress's, then pg_isolation_regress's (specs/)
+		for diffs in "$AMQ_ROOT/regression.diffs" "$AMQ_ROOT/output_iso/regression.diffs"; do
+			if [ -f "$diffs" ]; then
+				echo "----- $diffs (first 200 lines) -----"
+				head -n 200 "$diffs"
+			fi
+		done
 		return 1
 	fi
 	stop_cluster

@@ -256,6 +256,7 @@ typedef struct AmqIndexRanges
 	uint32	   *len;
 } AmqIndexRanges;
 
+extern void amq_index_ranges_merge(AmqIndexRanges *r, BlockNumber limit);
 extern bool amq_index_may_contain(Relation index, const AmqIndexMeta *meta,
 								  uint64 hash);
 extern void amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
@@ -267,7 +268,8 @@ extern void amq_index_probe_array(Relation index, const AmqIndexMeta *meta,
 								  ArrayType *array, AmqIndexRanges *out);
 extern bool amq_index_may_probe(PlannerInfo *root, RangeTblEntry *rte, Oid relid);
 extern bool amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
-									   AmqIndexRanges *out, BlockNumber *heap_blocks);
+									   Snapshot snapshot, AmqIndexRanges *out,
+									   BlockNumber *heap_blocks);
 extern IndexScanDesc amq_index_beginscan(Relation index, int nkeys, int norderbys);
 extern void amq_index_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 							 ScanKey orderbys, int norderbys);

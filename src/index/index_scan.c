@@ -89,6 +89,62 @@ ranges_blocks(const AmqIndexRanges *r, double cap)
 	return Min(blocks, cap);
 }
 
+static int
+range_start_cmp(const void *a, const void *b)
+{
+	BlockNumber fa = ((const BlockNumber *) a)[0];
+	BlockNumber fb = ((const BlockNumber *) b)[0];
+
+	return fa < fb ? -1 : fa > fb ? 1 : 0;
+}
+
+/*
+ * Sorts a set of ranges by first block, merges those that overlap or touch,
+ * and clips them to the table's first limit blocks.  Generations cover the
+ * same blocks with ranges of their own sizes (pages_per_range can change
+ * between them), so the ranges a probe gathers overlap: a scan of each as
+ * it came would read a block, and return its rows, more than once.
+ */
+void
+amq_index_ranges_merge(AmqIndexRanges *r, BlockNumber limit)
+{
+	BlockNumber *pairs;
+	int			i;
+	int			m = 0;
+
+	if (r->everywhere || r->n == 0)
+		return;
+	pairs = palloc(sizeof(BlockNumber) * 2 * r->n);
+	for (i = 0; i < r->n; i++)
+	{
+		pairs[2 * i] = r->first[i];
+		/* end, exclusive; a range that runs past the last block number ends there */
+		pairs[2 * i + 1] = (BlockNumber) Min((uint64) r->first[i] + r->len[i],
+											 (uint64) MaxBlockNumber + 1);
+	}
+	qsort(pairs, r->n, sizeof(BlockNumber) * 2, range_start_cmp);
+	for (i = 0; i < r->n; i++)
+	{
+		BlockNumber first = pairs[2 * i];
+		BlockNumber end = Min(pairs[2 * i + 1], limit);
+
+		if (first >= end)
+			continue;
+		if (m > 0 && first <= r->first[m - 1] + r->len[m - 1])
+		{
+			BlockNumber last_end = r->first[m - 1] + r->len[m - 1];
+
+			r->len[m - 1] = Max(last_end, end) - r->first[m - 1];
+			continue;
+		}
+		r->first[m] = first;
+		r->len[m] = end - first;
+		m++;
+	}
+	r->n = m;
+	pfree(pairs);
+}
+
 /*
  * Adds what a lookup in a page of generation g found: n range numbers of
  * the room given, or "everywhere" (n < 0).

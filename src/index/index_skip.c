@@ -59,6 +59,7 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/pg_am.h"
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
@@ -82,6 +83,7 @@
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
 #include "storage/bufmgr.h"
+#include "storage/predicate.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/relcache.h"
@@ -398,6 +400,7 @@ typedef struct ProbedScanState
 	TableScanDesc scan;
 	TupleTableSlot *slot;
 	bool		tidrange;		/* the table can scan a range of blocks */
+	bool		serializable;	/* rows read take predicate locks */
 	int64		blocks;			/* blocks the probe returned */
 } ProbedScanState;
 
@@ -427,6 +430,14 @@ probe_ranges(ProbedScanState *st)
 	AmqIndexHasher hasher;
 	AmqIndexMeta meta;
 
+	/*
+	 * The probe stands for a scan of the index: under SERIALIZABLE it takes
+	 * the lock that index_beginscan takes for an access method without
+	 * predicate locks of its own, so that a later insert of the value
+	 * (anywhere in the table: every insert goes through the index)
+	 * conflicts with this read, as it would with the plain plan's.
+	 */
+	PredicateLockRelation(index, st->css.ss.ps.state->es_snapshot);
 	memset(&st->ranges, 0, sizeof(st->ranges));
 	if (!amq_index_usable(index) ||
 		!amq_index_hasher_init(&hasher, index, value->consttype, CurrentMemoryContext))
@@ -437,6 +448,12 @@ probe_ranges(ProbedScanState *st)
 		amq_index_read_meta(index, &meta);
 		amq_index_probe(index, &meta, amq_index_hash(&hasher, meta.seed, value->constvalue),
 						&st->ranges);
+		/*
+		 * Each block once, in order, and none past the table's end: a row
+		 * the snapshot may see is in a block that exists by now.
+		 */
+		amq_index_ranges_merge(&st->ranges,
+							   RelationGetNumberOfBlocks(st->css.ss.ss_currentRelation));
 	}
 	index_close(index, NoLock);
 	st->probed = true;
@@ -460,6 +477,7 @@ begin_probed(CustomScanState *node, EState *estate, int eflags)
 	ExecAssignScanProjectionInfoWithVarno(&node->ss, cscan->scan.scanrelid);
 	st->slot = node->ss.ss_ScanTupleSlot;
 	st->tidrange = rel->rd_tableam->scan_set_tidrange != NULL;
+	st->serializable = IsolationIsSerializable();
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		probe_ranges(st);
 }
@@ -510,8 +528,19 @@ probed_next(ScanState *ss)
 			if (st->ranges.everywhere || !st->tidrange)
 				found = table_scan_getnextslot(st->scan, ForwardScanDirection, st->slot);
 			else
+			{
 				found = table_scan_getnextslot_tidrange(st->scan, ForwardScanDirection,
 														st->slot);
+
+				/*
+				 * A scan of block ranges locks no relation, as a sequential
+				 * scan does: lock each row read, as a bitmap heap scan
+				 * does, for an update of it to conflict.
+				 */
+				if (found && st->serializable)
+					PredicateLockTID(ss->ss_currentRelation, &st->slot->tts_tid,
+									 ss->ps.state->es_snapshot, InvalidTransactionId);
+			}
 			if (found)
 				return st->slot;
 		}
@@ -960,7 +989,11 @@ child_may_hold(SkipAppendState *st, SkipChild *child)
 	if (isnull)
 		return false;			/* "= NULL" holds for no row */
 	if (child->index == NULL)
+	{
 		child->index = index_open(child->indexoid, AccessShareLock);
+		/* under SERIALIZABLE, as a scan of the index would (probe_ranges) */
+		PredicateLockRelation(child->index, st->css.ss.ps.state->es_snapshot);
+	}
 	result = index_may_hold(child->index, child->type, value, &child->hasher,
 							&child->have_hasher);
 	if (!child->constant)
@@ -977,6 +1010,16 @@ begin_append(CustomScanState *node, EState *estate, int eflags)
 	List	   *indexes = lsecond(cscan->custom_private);
 	bool		explain_only = (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0;
 	int			i;
+
+	/*
+	 * Rows go up in the slot of the child that returned them: a table's
+	 * own kind from a scan, a virtual one from a join or a Result, and so
+	 * on.  The nodes above must compile their expressions for any kind, as
+	 * they do above an Append, not for the virtual slot a custom scan
+	 * declares (they would read columns no one deformed).
+	 */
+	node->ss.ps.resultopsset = true;
+	node->ss.ps.resultopsfixed = false;
 
 	st->nchildren = list_length(cscan->custom_plans);
 	st->children = palloc0(sizeof(SkipChild) * st->nchildren);
@@ -1063,7 +1106,15 @@ exec_append(CustomScanState *node)
 			TupleTableSlot *slot = ExecProcNode(child->ps);
 
 			if (!TupIsNull(slot))
-				return slot;
+			{
+				ProjectionInfo *proj = node->ss.ps.ps_ProjInfo;
+
+				/* the targetlist names the children's columns in order */
+				if (proj == NULL)
+					return slot;
+				proj->pi_exprContext->ecxt_scantuple = slot;
+				return ExecProject(proj);
+			}
 		}
 		st->current++;
 	}
@@ -1200,26 +1251,15 @@ amq_index_for_column(Oid relid, AttrNumber attno, Oid collation)
  */
 #define AMQ_SKIP_KEYS_PER_BLOCK 16
 
-static int
-range_cmp(const void *a, const void *b)
-{
-	BlockNumber fa = ((const BlockNumber *) a)[0];
-	BlockNumber fb = ((const BlockNumber *) b)[0];
-
-	return fa < fb ? -1 : fa > fb ? 1 : 0;
-}
-
 bool
 amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
-						   AmqIndexRanges *out, BlockNumber *heap_blocks)
+						   Snapshot snapshot, AmqIndexRanges *out, BlockNumber *heap_blocks)
 {
 	Relation	index = index_open(indexoid, AccessShareLock);
 	AmqIndexHasher hasher;
 	AmqIndexMeta meta;
 	uint64	   *hashes;
-	BlockNumber *pairs;
 	int			i;
-	int			m;
 
 	memset(out, 0, sizeof(AmqIndexRanges));
 	if (!amq_index_usable(index) ||
@@ -1228,6 +1268,8 @@ amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
 		index_close(index, NoLock);
 		return false;
 	}
+	/* under SERIALIZABLE, as a scan of the index would (probe_ranges) */
+	PredicateLockRelation(index, snapshot);
 	amq_index_flush(indexoid);
 	amq_index_read_meta(index, &meta);
 	{
@@ -1247,38 +1289,7 @@ amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
 	amq_index_probe_many(index, &meta, hashes, n, out);
 	pfree(hashes);
 	index_close(index, NoLock);
-	if (out->everywhere || out->n == 0)
-		return true;
-
-	/* sorted by first block, overlaps merged, clipped to the table */
-	pairs = palloc(sizeof(BlockNumber) * 2 * out->n);
-	for (i = 0; i < out->n; i++)
-	{
-		pairs[2 * i] = out->first[i];
-		pairs[2 * i + 1] = out->first[i] + out->len[i];	/* end, exclusive */
-	}
-	qsort(pairs, out->n, sizeof(BlockNumber) * 2, range_cmp);
-	m = 0;
-	for (i = 0; i < out->n; i++)
-	{
-		BlockNumber first = pairs[2 * i];
-		BlockNumber end = Min(pairs[2 * i + 1], *heap_blocks);
-
-		if (first >= end)
-			continue;
-		if (m > 0 && first <= out->first[m - 1] + out->len[m - 1])
-		{
-			BlockNumber last_end = out->first[m - 1] + out->len[m - 1];
-
-			out->len[m - 1] = Max(last_end, end) - out->first[m - 1];
-			continue;
-		}
-		out->first[m] = first;
-		out->len[m] = end - first;
-		m++;
-	}
-	out->n = m;
-	pfree(pairs);
+	amq_index_ranges_merge(out, *heap_blocks);
 	return true;
 }
 

@@ -1061,7 +1061,8 @@ probe_skips(JoinFilterState *node)
 		return false;
 	node->scans_asked++;
 	if (!amq_index_ranges_of_values(node->spec.skip_index, filter->value_type,
-									filter->values, filter->nvalues, &ranges, &heap_blocks) ||
+									filter->values, filter->nvalues,
+									node->css.ss.ps.state->es_snapshot, &ranges, &heap_blocks) ||
 		ranges.everywhere)
 		return false;
 	if (ranges.n == 0)
