@@ -102,6 +102,12 @@
  * of room answer "everywhere" until a REINDEX
  */
 #define AMQ_INDEX_SATURATED		0x0001
+/*
+ * The build counted its keys, and those it stored as "everywhere": what the
+ * planner's estimate of a lookup of a value known only at run time reads
+ * (index_scan.c).  Metapages written before it have zeros there.
+ */
+#define AMQ_INDEX_KEYS_COUNTED	0x0002
 
 /* One generation, as the metapage records it. */
 typedef struct AmqIndexGen
@@ -126,9 +132,12 @@ typedef struct AmqIndexMeta
 	double		p;				/* the index's false_positive_rate at build */
 	uint64		build_entries;	/* entries the build made */
 	uint64		build_values;	/* non-null values the build hashed */
-	uint32		flags;			/* AMQ_INDEX_SATURATED */
+	uint32		flags;			/* AMQ_INDEX_SATURATED, AMQ_INDEX_KEYS_COUNTED */
 	uint32		unused;			/* zero */
 	AmqIndexGen gens[AMQ_INDEX_MAX_GENS];
+	/* with AMQ_INDEX_KEYS_COUNTED (zero in older metapages): */
+	uint64		build_keys;		/* distinct hashes the build stored */
+	uint64		build_everywhere;	/* of those, stored as "everywhere" */
 } AmqIndexMeta;
 
 /* A data page's own header, after the standard page header. */

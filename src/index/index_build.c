@@ -356,6 +356,49 @@ next_pair(Tuplesortstate *sort, uint64 *hash, uint32 *range)
 	return true;
 }
 
+/*
+ * Counts a key of the build's sorted pairs: its entries (its distinct
+ * ranges, or one "everywhere" past AMQ_RT_MAX_RANGES of them; a range past
+ * the last number is "everywhere" already), and whether it is one of the
+ * keys whose lookups read the whole table.
+ */
+static void
+count_run(uint64 *entries, uint64 *keys, uint64 *everywhere, int run_ranges,
+		  bool run_everywhere)
+{
+	(*keys)++;
+	if (run_ranges > AMQ_RT_MAX_RANGES || run_everywhere)
+	{
+		(*entries) += run_ranges > AMQ_RT_MAX_RANGES ? 1 : run_ranges;
+		(*everywhere)++;
+	}
+	else
+		(*entries) += run_ranges;
+}
+
+/*
+ * Says so when most of the values the build stored are "everywhere" (each
+ * in more than AMQ_RT_MAX_RANGES ranges of a table that has many more):
+ * their lookups read the whole table, and the planner, which knows it
+ * (index_scan.c), will rarely use the index.  A table of a few ranges is
+ * read whole at little cost: nothing is said of it.
+ */
+static void
+report_everywhere(Relation index, uint64 keys, uint64 everywhere,
+				  BlockNumber heap_blocks, uint32 pages_per_range)
+{
+	double		ranges = (double) heap_blocks / Max(pages_per_range, 1);
+
+	if (keys == 0 || everywhere * 2 <= keys || ranges <= 4 * AMQ_RT_MAX_RANGES)
+		return;
+	ereport(NOTICE,
+			(errmsg("index \"%s\" cannot narrow lookups of %.0f%% of its values",
+					RelationGetRelationName(index), 100.0 * everywhere / keys),
+			 errdetail("Each of them is in more than %d of the table's %.0f block ranges: a lookup of it reads the whole table.",
+					   AMQ_RT_MAX_RANGES, ranges),
+			 errhint("A btree index serves a column whose values are scattered over the table; BRIN, or an amqfilter index with a larger pages_per_range, one whose rows are clustered.")));
+}
+
 IndexBuildResult *
 amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -376,6 +419,9 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	uint32		prev_range = 0;
 	int			run_ranges = 0;	/* distinct ranges of the run, counted to
 								 * one past the most a key has */
+	bool		run_everywhere = false;	/* a range of the run is "everywhere" */
+	uint64		keys = 0;
+	uint64		everywhere = 0;
 	bool		started = false;
 	AmqIndexGen gen;
 
@@ -419,20 +465,24 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	{
 		if (!started || hash != run_hash)
 		{
-			entries += run_ranges > AMQ_RT_MAX_RANGES ? 1 : run_ranges;
+			if (started)
+				count_run(&entries, &keys, &everywhere, run_ranges, run_everywhere);
 			started = true;
 			run_hash = hash;
 			run_ranges = 0;
-			if ((entries & 0xFFFF) == 0)
+			run_everywhere = false;
+			if ((keys & 0xFFFF) == 0)
 				CHECK_FOR_INTERRUPTS();
 		}
 		else if (range == prev_range)
 			continue;
 		if (run_ranges <= AMQ_RT_MAX_RANGES)
 			run_ranges++;
+		run_everywhere |= range == amq_rt_everywhere(&state.geom);
 		prev_range = range;
 	}
-	entries += run_ranges > AMQ_RT_MAX_RANGES ? 1 : run_ranges;
+	if (started)
+		count_run(&entries, &keys, &everywhere, run_ranges, run_everywhere);
 
 	if (!amq_index_size_gen((uint64) ceil((double) entries * AMQ_INDEX_HEADROOM),
 							AMQ_INDEX_METAPAGE + 1, state.gen.pages_per_range, &gen))
@@ -478,6 +528,15 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	}
 	gen.count = added;
 	init_meta(metapage.data, state.seed, p, meta.fp_bits, added, state.values, &gen);
+	{
+		AmqIndexMeta *m = AmqIndexPageGetMeta(metapage.data);
+
+		m->build_keys = keys;
+		m->build_everywhere = everywhere;
+		m->flags |= AMQ_INDEX_KEYS_COUNTED;
+	}
+	report_everywhere(index, keys, everywhere, RelationGetNumberOfBlocks(heap),
+					  gen.pages_per_range);
 	/* the metapage again, with the count */
 	{
 		Buffer		buf = ReadBuffer(index, AMQ_INDEX_METAPAGE);

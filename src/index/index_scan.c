@@ -31,6 +31,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/relscan.h"
 #include "access/table.h"
 #include "catalog/pg_class.h"
@@ -586,6 +588,68 @@ runtime_presence(PlannerInfo *root, IndexOptInfo *index, Node *indexkey)
 }
 
 /*
+ * What a lookup of a value the table holds returns, for a value known only
+ * at run time: the share of values whose entry is "everywhere" (a lookup
+ * of one reads the whole table), and the ranges, of *pages_per_range
+ * blocks, a lookup of any other returns.
+ *
+ * A build counts both (AMQ_INDEX_KEYS_COUNTED): they are the metapage's
+ * while the table holds about the rows it was built over.  Otherwise
+ * (an index built before the count, or a table grown well past its build)
+ * they follow from the statistics: rows_per_value rows, each value's
+ * clustered as the column's correlation says (c^2 of them in consecutive
+ * blocks, the rest scattered at random over the table's ranges, as the
+ * planner weighs an index's correlation), make a value "everywhere" when
+ * they fall in more than AMQ_RT_MAX_RANGES ranges, as the build decides.
+ */
+static void
+lookup_shape(PlannerInfo *root, IndexOptInfo *index, Node *indexkey,
+			 const AmqIndexMeta *meta, double rows_per_value, double heap_blocks,
+			 double *everywhere, double *ranges, double *pages_per_range)
+{
+	double		tuples = Max(index->rel->tuples, 1.0);
+	double		nranges;
+	double		scattered;
+	double		clustered;
+	double		correlation = 0.0;
+	VariableStatData vardata;
+
+	if ((meta->flags & AMQ_INDEX_KEYS_COUNTED) && meta->build_keys > 0 &&
+		(double) meta->build_values * 2.0 >= tuples)
+	{
+		double		keys = (double) meta->build_keys;
+		double		every = (double) meta->build_everywhere;
+
+		*everywhere = every / keys;
+		*ranges = keys > every ? Max((double) meta->build_entries - every, 0.0) / (keys - every) : 1.0;
+		*pages_per_range = meta->gens[0].pages_per_range;
+		return;
+	}
+
+	*pages_per_range = meta->gens[meta->ngens - 1].pages_per_range;
+	nranges = Max(heap_blocks / *pages_per_range, 1.0);
+	examine_variable(root, indexkey, 0, &vardata);
+	if (HeapTupleIsValid(vardata.statsTuple))
+	{
+		AttStatsSlot sslot;
+
+		if (get_attstatsslot(&sslot, vardata.statsTuple, STATISTIC_KIND_CORRELATION,
+							 InvalidOid, ATTSTATSSLOT_NUMBERS))
+		{
+			if (sslot.nnumbers > 0)
+				correlation = sslot.numbers[0];
+			free_attstatsslot(&sslot);
+		}
+	}
+	ReleaseVariableStats(vardata);
+	scattered = nranges * (1.0 - pow(1.0 - 1.0 / nranges, rows_per_value));
+	clustered = Min(nranges, rows_per_value / (tuples / heap_blocks) / *pages_per_range + 1.0);
+	*ranges = correlation * correlation * clustered +
+		(1.0 - correlation * correlation) * scattered;
+	*everywhere = *ranges > AMQ_RT_MAX_RANGES ? 1.0 : 0.0;
+}
+
+/*
  * Whether the estimate may probe the index with a clause's constant.  Not
  * where row security, or a security barrier view, stands between the
  * querying role and the table (the clause then comes from above the
@@ -664,6 +728,13 @@ clause_blocks(PlannerInfo *root, IndexOptInfo *index, Relation irel,
 	Node	   *other;
 	Selectivity sel;
 	double		rows;
+	double		nvalues = 1.0;
+	double		everywhere;
+	double		ranges;
+	double		pages_per_range;
+	double		present;
+	double		absent;
+	double		presence;
 
 	if (IsA(clause, OpExpr) && list_length(((OpExpr *) clause)->args) == 2)
 	{
@@ -712,9 +783,25 @@ clause_blocks(PlannerInfo *root, IndexOptInfo *index, Relation irel,
 	sel = clauselist_selectivity(root, list_make1(rinfo), index->rel->relid,
 								 JOIN_INNER, NULL);
 	rows = Max(sel * index->rel->tuples, 1.0);
-	return Min(heap_blocks,
-			   runtime_presence(root, index, indexkey) * rows * newest->pages_per_range +
-			   meta->p * newest->pages_per_range);
+	if (IsA(clause, ScalarArrayOpExpr))
+	{
+		/* the array's elements, or as many as the planner supposes of one unknown */
+		nvalues = 10.0;
+		if (IsA(other, Const) && !((Const *) other)->constisnull)
+		{
+			ArrayType  *array = DatumGetArrayTypeP(((Const *) other)->constvalue);
+
+			nvalues = Max(ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array)), 1);
+		}
+	}
+	lookup_shape(root, index, indexkey, meta, rows / nvalues, heap_blocks,
+				 &everywhere, &ranges, &pages_per_range);
+	present = everywhere * heap_blocks +
+		(1.0 - everywhere) * Min(heap_blocks, ranges * pages_per_range);
+	/* an absent value's false positive returns the entry it matched */
+	absent = meta->p * (everywhere * heap_blocks + (1.0 - everywhere) * newest->pages_per_range);
+	presence = runtime_presence(root, index, indexkey);
+	return Min(heap_blocks, nvalues * (presence * present + (1.0 - presence) * absent));
 }
 
 void
@@ -770,4 +857,17 @@ amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	*indexSelectivity = blocks >= heap_blocks ? 1.0 : Min(1.0, blocks / tuples);
 	*indexCorrelation = 1.0;
 	*indexPages = pages;
+
+	/*
+	 * Every row of a block read is rechecked, where the bitmap heap scan's
+	 * estimate counts a row a block: the rest are the scan's, charged here
+	 * (a bitmap scan's index cost is paid at each of its loops).
+	 */
+	{
+		double		recheck = Min(blocks, heap_blocks) * (tuples / heap_blocks) -
+			*indexSelectivity * tuples;
+
+		if (recheck > 0.0)
+			*indexTotalCost += recheck * (cpu_tuple_cost + Max(nkeys, 1) * cpu_operator_cost);
+	}
 }
