@@ -39,7 +39,7 @@ REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 	cuckoo_parallel cuckoo_fpr identity collation_identity cuckoo_limits merge_once filter_equality \
 	slice_probe selectivity \
 	bloom_counting \
-	antijoin recipes filter_index index_trust index_ranges index_skip index_skip_rows index_costs index_filter sizeless overfill join_filter safety probe_cache
+	antijoin recipes filter_index index_trust index_ranges index_skip index_skip_rows index_costs first_query index_filter sizeless overfill join_filter safety probe_cache
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 # Concurrent sessions (specs/*.spec, run by pg_isolation_regress after the
 # suite above): what SERIALIZABLE promises still holds where the extension
@@ -97,6 +97,20 @@ prefetch-check: $(PREFETCH_OBJS)
 
 unittest-asan: core-purity $(UNIT_TESTS:=_asan)
 	@set -e; for t in $(UNIT_TESTS:=_asan); do ./$$t; done
+
+# $libdir/plugins/amqfilter, a link to the library: PostgreSQL lets any role
+# LOAD a library there and name it in local_preload_libraries (ALTER ROLE app
+# SET local_preload_libraries = 'amqfilter'), so that a role that is not a
+# superuser gets the planner hooks from its session's first query.  A link,
+# so that the library loads once whichever of its names loads it.
+.PHONY: install-plugin-link uninstall-plugin-link
+install: install-plugin-link
+install-plugin-link: installdirs
+	$(MKDIR_P) '$(DESTDIR)$(pkglibdir)/plugins'
+	ln -sf '../$(MODULE_big)$(DLSUFFIX)' '$(DESTDIR)$(pkglibdir)/plugins/$(MODULE_big)$(DLSUFFIX)'
+uninstall: uninstall-plugin-link
+uninstall-plugin-link:
+	rm -f '$(DESTDIR)$(pkglibdir)/plugins/$(MODULE_big)$(DLSUFFIX)'
 
 # micro-bench: the cores' cost per added and probed hash next to the
 # machine's memory floor (bench/micro.c); MICRO_N and MICRO_P size it.

@@ -215,6 +215,7 @@ extern void amq_index_options_init(void);
 /* index_skip.c */
 extern bool amq_index_skip;
 extern void amq_index_skip_init(void);
+extern void amq_index_skip_rewrite(PlannedStmt *stmt, bool backward);
 extern bool amq_index_skip_is_append(Plan *plan);
 extern Oid	amq_index_for_column(Oid relid, AttrNumber attno, Oid collation);
 

@@ -881,8 +881,6 @@ skip_planner(Query *parse, const char *query_string, int cursorOptions,
 			 ParamListInfo boundParams)
 {
 	PlannedStmt *stmt;
-	Rewrite		rw;
-	ListCell   *lc;
 	int			nkept;
 
 	/*
@@ -912,17 +910,32 @@ skip_planner(Query *parse, const char *query_string, int cursorOptions,
 	}
 	PG_END_TRY();
 
+	amq_index_skip_rewrite(stmt, (cursorOptions & CURSOR_OPT_SCROLL) != 0);
+	return stmt;
+}
+
+/*
+ * Makes the Appends of a finished plan AmqFilter Appends where they may
+ * skip partitions (from the planner hook; and when a plan made before the
+ * library was loaded starts, join/join_filter.c).  Not for a plan that may
+ * run backwards (a scrollable cursor).
+ */
+void
+amq_index_skip_rewrite(PlannedStmt *stmt, bool backward)
+{
+	Rewrite		rw;
+	ListCell   *lc;
+
 	if (!amq_index_skip || stmt->commandType != CMD_SELECT || stmt->rowMarks != NIL ||
-		(cursorOptions & CURSOR_OPT_SCROLL))
-		return stmt;
+		backward)
+		return;
 	rw.stmt = stmt;
 	rw.amoid = get_index_am_oid("amqfilter", true);
 	if (!OidIsValid(rw.amoid))
-		return stmt;
+		return;
 	rewrite_tree(&rw, &stmt->planTree, false);
 	foreach(lc, stmt->subplans)
 		rewrite_tree(&rw, (Plan **) &lfirst(lc), false);
-	return stmt;
 }
 
 /*

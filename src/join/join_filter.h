@@ -80,6 +80,7 @@ extern bool amq_join_filter_ship(PlannedStmt *stmt, Plan *plan, Var *key,
 /* join_filter.c */
 extern void amq_join_filter_init(void);
 /* join_filter_plan.c */
+extern void amq_join_filter_rewrite(PlannedStmt *stmt);
 extern void amq_join_filter_install_planner_hook(void);
 
 #endif							/* JOIN_FILTER_H */

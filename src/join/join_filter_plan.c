@@ -53,9 +53,11 @@
 #include "postgres.h"
 
 #include "access/hash.h"
+#include "access/parallel.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/planner.h"
@@ -68,6 +70,7 @@
 #include "join/join_filter.h"
 
 static planner_hook_type prev_planner_hook = NULL;
+static ExecutorStart_hook_type prev_executor_start = NULL;
 
 /* What the filter being placed ships to foreign scans (join_filter_remote.c). */
 typedef struct RemoteShip
@@ -676,20 +679,33 @@ rewrite_tree(Rewrite *rw, Plan *plan)
 			rewrite_tree(rw, lfirst(lc));
 }
 
+/* Whether a plan has been made through the hook since the library loaded. */
+static bool planned_through_hook = false;
+
 static PlannedStmt *
 join_filter_planner(Query *parse, const char *query_string, int cursorOptions,
 					ParamListInfo boundParams)
 {
 	PlannedStmt *stmt;
-	Rewrite		rw;
-	ListCell   *lc;
 
+	planned_through_hook = true;
 	if (prev_planner_hook)
 		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
 	else
 		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
+	amq_join_filter_rewrite(stmt);
+	return stmt;
+}
+
+/* Adds runtime join filters to the hash joins of a finished plan. */
+void
+amq_join_filter_rewrite(PlannedStmt *stmt)
+{
+	Rewrite		rw;
+	ListCell   *lc;
+
 	if (!amq_join_filter || stmt->commandType == CMD_UTILITY)
-		return stmt;
+		return;
 
 	rw.stmt = stmt;
 	rw.next_filter_no = 0;
@@ -703,7 +719,36 @@ join_filter_planner(Query *parse, const char *query_string, int cursorOptions,
 	rewrite_tree(&rw, stmt->planTree);
 	foreach(lc, stmt->subplans)
 		rewrite_tree(&rw, lfirst(lc));
-	return stmt;
+}
+
+/*
+ * A plan made before the library was loaded: the first query of a session
+ * that loads it while planning (when it opens an amqfilter index, or
+ * calls one of the extension's functions while folding constants) is
+ * planned without the planner hooks, which the library installs only as
+ * it loads.  When such a plan starts, a copy of it gets what they would
+ * have added (partitions skipped, then runtime join filters: the order
+ * the hooks run in), so that a session's first query skips as its later
+ * ones do.  Once, until the first plan made through the hooks: never in a
+ * parallel worker, whose plan is the leader's.
+ */
+static void
+join_filter_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	if (!planned_through_hook && !IsParallelWorker() &&
+		queryDesc->plannedstmt->commandType != CMD_UTILITY)
+	{
+		PlannedStmt *stmt = copyObject(queryDesc->plannedstmt);
+
+		planned_through_hook = true;
+		amq_index_skip_rewrite(stmt, (eflags & EXEC_FLAG_BACKWARD) != 0);
+		amq_join_filter_rewrite(stmt);
+		queryDesc->plannedstmt = stmt;
+	}
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
 }
 
 void
@@ -711,4 +756,6 @@ amq_join_filter_install_planner_hook(void)
 {
 	prev_planner_hook = planner_hook;
 	planner_hook = join_filter_planner;
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = join_filter_executor_start;
 }
