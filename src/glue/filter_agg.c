@@ -148,6 +148,20 @@ static pg_noinline Datum transfn_slow(FunctionCallInfo fcinfo,
 									  AmqAggReadSizing read_sizing,
 									  AmqAggState *state);
 
+/*
+ * Errors if the aggregate's sizing argument argno (counted from the
+ * transition function's 0, the state) was given and is null, naming it.
+ */
+void
+amq_agg_check_not_null(FunctionCallInfo fcinfo, const char *agg, int argno,
+					   const char *argname)
+{
+	if (argno < PG_NARGS() && PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s argument %s must not be null", agg, argname)));
+}
+
 Datum
 amq_agg_transfn(FunctionCallInfo fcinfo, const AmqAggType *type,
 				AmqAggReadSizing read_sizing)

@@ -421,6 +421,8 @@ typedef struct AmqAggState
 /* reads an aggregate's sizing arguments from its transition call */
 typedef void (*AmqAggReadSizing) (FunctionCallInfo fcinfo, AmqAggSizing *sizing);
 
+extern void amq_agg_check_not_null(FunctionCallInfo fcinfo, const char *agg, int argno,
+								   const char *argname);
 extern Datum amq_agg_transfn(FunctionCallInfo fcinfo, const AmqAggType *type,
 							 AmqAggReadSizing read_sizing);
 extern Datum amq_agg_combine(FunctionCallInfo fcinfo, const AmqAggType *type,

@@ -1037,13 +1037,9 @@ report_family_mismatch(const AmqHasher *hasher, uint32 family,
 		const char *under = "";
 		const char *collate = "";
 		const char *example;
-		char		category;
-		bool		preferred;
 
-		/* '42' is a literal of numbers and strings, not of a date or array */
-		get_type_category_preferred(el.type, &category, &preferred);
-		example = category == TYPCATEGORY_NUMERIC ||
-			category == TYPCATEGORY_STRING ? "'42'" : "value";
+		/* the value's own expression goes where the hint says "value" */
+		example = "value";
 		if (OidIsValid(el.collation))
 		{
 			under = collation_phrase(el.type, el.collation);

@@ -131,10 +131,9 @@ AMQ_AGG_FUNCTIONS(bloom)
 static void
 bloom_agg_read_sizing(FunctionCallInfo fcinfo, AmqAggSizing *sizing)
 {
-	if (PG_ARGISNULL(2) || PG_ARGISNULL(3) || (PG_NARGS() > 4 && PG_ARGISNULL(4)))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("bloom_agg arguments n, p and layout must not be null")));
+	amq_agg_check_not_null(fcinfo, "bloom_agg", 2, "n");
+	amq_agg_check_not_null(fcinfo, "bloom_agg", 3, "p");
+	amq_agg_check_not_null(fcinfo, "bloom_agg", 4, "layout");
 	sizing->n = PG_GETARG_INT64(2);
 	sizing->p = PG_GETARG_FLOAT8(3);
 	sizing->layout = PG_NARGS() > 4 ? amq_bloom_parse_layout(PG_GETARG_TEXT_PP(4))
@@ -152,10 +151,8 @@ bloom_agg_transfn(PG_FUNCTION_ARGS)
 static void
 bloom_agg_read_p(FunctionCallInfo fcinfo, AmqAggSizing *sizing)
 {
-	if (PG_ARGISNULL(2) || (PG_NARGS() > 3 && PG_ARGISNULL(3)))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("bloom_agg arguments p and layout must not be null")));
+	amq_agg_check_not_null(fcinfo, "bloom_agg", 2, "p");
+	amq_agg_check_not_null(fcinfo, "bloom_agg", 3, "layout");
 	sizing->n = 1;				/* found from the values */
 	sizing->p = PG_GETARG_FLOAT8(2);
 	sizing->layout = PG_NARGS() > 3 ? amq_bloom_parse_layout(PG_GETARG_TEXT_PP(3))

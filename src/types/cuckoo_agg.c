@@ -125,10 +125,8 @@ AMQ_AGG_FUNCTIONS(cuckoo)
 static void
 cuckoo_agg_read_sizing(FunctionCallInfo fcinfo, AmqAggSizing *sizing)
 {
-	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("cuckoo_agg arguments n and p must not be null")));
+	amq_agg_check_not_null(fcinfo, "cuckoo_agg", 2, "n");
+	amq_agg_check_not_null(fcinfo, "cuckoo_agg", 3, "p");
 	sizing->n = PG_GETARG_INT64(2);
 	sizing->p = PG_GETARG_FLOAT8(3);
 	sizing->layout = 0;
@@ -145,10 +143,7 @@ cuckoo_agg_transfn(PG_FUNCTION_ARGS)
 static void
 cuckoo_agg_read_p(FunctionCallInfo fcinfo, AmqAggSizing *sizing)
 {
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("cuckoo_agg argument p must not be null")));
+	amq_agg_check_not_null(fcinfo, "cuckoo_agg", 2, "p");
 	sizing->n = 1;				/* found from the values */
 	sizing->p = PG_GETARG_FLOAT8(2);
 	sizing->layout = 0;
