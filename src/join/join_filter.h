@@ -65,6 +65,12 @@ typedef struct JoinFilterSpec
 	int			remote_paramid;
 	int			remote_scans;
 	List	   *remote_refused;	/* "scan: why" strings */
+	/*
+	 * build: why the join has no filter, or NULL.  Such a node is planned
+	 * only for EXPLAIN VERBOSE, to say so: it holds no keys and passes its
+	 * rows on untouched.
+	 */
+	char	   *not_used;
 } JoinFilterSpec;
 
 /* join_filter_spec.c */

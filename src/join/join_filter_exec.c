@@ -440,13 +440,27 @@ filter_reset(JoinFilter *filter)
 	}
 }
 
+/* A node that says why its join has no filter: its child's rows, as they are. */
+static TupleTableSlot *
+build_pass(PlanState *ps)
+{
+	return ExecProcNode(outerPlanState(ps));
+}
+
 static void
 build_begin(CustomScanState *css, EState *estate, int eflags)
 {
 	JoinFilterState *node = (JoinFilterState *) css;
-	ParamExecData *param = &estate->es_param_exec_vals[node->spec.paramid];
+	ParamExecData *param;
 
 	begin_common(node, estate, eflags);
+	if (node->spec.not_used != NULL)
+	{
+		/* ExecInitNode, when this returns, installs it behind its wrappers */
+		css->ss.ps.ExecProcNode = build_pass;
+		return;
+	}
+	param = &estate->es_param_exec_vals[node->spec.paramid];
 	node->filter = MemoryContextAllocZero(estate->es_query_cxt, sizeof(JoinFilter));
 	node->filter->cxt = AllocSetContextCreate(estate->es_query_cxt,
 											  "runtime join filter",
@@ -822,6 +836,11 @@ build_rescan(CustomScanState *css)
 {
 	JoinFilterState *node = (JoinFilterState *) css;
 
+	if (node->filter == NULL)
+	{
+		rescan_child(node);
+		return;
+	}
 	filter_reset(node->filter);
 	if (!amq_join_filter)
 	{
@@ -902,7 +921,7 @@ static void
 build_shutdown(CustomScanState *css)
 {
 	JoinFilter *filter = ((JoinFilterState *) css)->filter;
-	JoinFilterShared *shared = filter->shared;
+	JoinFilterShared *shared = filter ? filter->shared : NULL;
 
 	if (shared == NULL)
 		return;
@@ -922,6 +941,11 @@ build_explain(CustomScanState *css, List *ancestors, ExplainState *es)
 	JoinFilterState *node = (JoinFilterState *) css;
 	JoinFilter *filter = node->filter;
 
+	if (node->spec.not_used != NULL)
+	{
+		ExplainPropertyText("Runtime Filter Not Used", node->spec.not_used, es);
+		return;
+	}
 	explain_keys(node, ancestors, es);
 	if (node->spec.remote_scans > 0)
 		ExplainPropertyInteger("Runtime Filter Sent to Foreign Scans", NULL,

@@ -57,12 +57,15 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/planner.h"
 #include "parser/parsetree.h"
+#include "tcop/pquery.h"
 #include "utils/lsyscache.h"
+#include "utils/builtins.h"
 #include "utils/catcache.h"
 #include "utils/syscache.h"
 
@@ -93,6 +96,8 @@ typedef struct Rewrite
 	RemoteShip *remote;			/* of the filter being placed; NULL: one key
 								 * is needed */
 	bool		remote_only;	/* the filter goes to foreign scans only */
+	bool		say_why_not;	/* planned for EXPLAIN VERBOSE: a join that
+								 * gets no filter says why */
 } Rewrite;
 
 /*
@@ -497,6 +502,71 @@ expected_match_share(const HashJoin *join, const Plan *outer)
 	}
 }
 
+/*
+ * Under EXPLAIN VERBOSE, a node over the join's build side that says why it
+ * has no filter (and does nothing else: join_filter_exec.c passes its rows
+ * on).  Only there: a plan that runs gets no node for nothing.
+ */
+static void
+say_why_not(Rewrite *rw, HashJoin *join, const char *why)
+{
+	Hash	   *hash = (Hash *) innerPlan(join);
+	JoinFilterSpec spec;
+
+	if (!rw->say_why_not)
+		return;
+	memset(&spec, 0, sizeof(spec));
+	spec.skip_index = InvalidOid;
+	spec.paramid = -1;
+	spec.remote_paramid = -1;
+	spec.not_used = pstrdup(why);
+	hash->plan.lefttree = make_filter_node(rw, &amq_join_filter_build_methods,
+										   hash->plan.lefttree, NIL, &spec);
+}
+
+/* Why a join's estimates keep its probe side from getting probe nodes. */
+static char *
+estimates_refuse(const Plan *outer, double match_share)
+{
+	if (outer->plan_rows < amq_join_filter_min_probe_rows)
+		return psprintf("the probe side is estimated at %.0f rows, fewer than "
+						"amqfilter.join_filter_min_probe_rows (%.0f)",
+						outer->plan_rows, amq_join_filter_min_probe_rows);
+	return psprintf("the join is estimated to keep %.0f%% of its probe-side rows: "
+					"it must lose amqfilter.join_filter_min_rejected (%.0f%%)",
+					100.0 * match_share, 100.0 * amq_join_filter_min_rejected);
+}
+
+/*
+ * True if the statement being planned is EXPLAIN with VERBOSE: the portal
+ * running it, and its options, say so.
+ */
+static bool
+planning_for_explain_verbose(void)
+{
+	ListCell   *lc;
+
+	if (ActivePortal == NULL || ActivePortal->commandTag != CMDTAG_EXPLAIN)
+		return false;
+	foreach(lc, ActivePortal->stmts)
+	{
+		PlannedStmt *pstmt = lfirst(lc);
+		ListCell   *lc2;
+
+		if (!IsA(pstmt, PlannedStmt) || pstmt->utilityStmt == NULL ||
+			!IsA(pstmt->utilityStmt, ExplainStmt))
+			continue;
+		foreach(lc2, ((ExplainStmt *) pstmt->utilityStmt)->options)
+		{
+			DefElem    *opt = lfirst_node(DefElem, lc2);
+
+			if (strcmp(opt->defname, "verbose") == 0)
+				return defGetBoolean(opt);
+		}
+	}
+	return false;
+}
+
 /* Adds a filter to a hash join, if it is eligible. */
 static void
 add_filter(Rewrite *rw, HashJoin *join)
@@ -516,7 +586,13 @@ add_filter(Rewrite *rw, HashJoin *join)
 		return;
 	/* a build side too large to hold */
 	if (hash->plan.plan_rows > (double) amq_join_filter_max_keys)
+	{
+		say_why_not(rw, join,
+					psprintf("the build side is estimated at %.0f rows, more than "
+							 "amqfilter.join_filter_max_keys (%d)",
+							 hash->plan.plan_rows, amq_join_filter_max_keys));
 		return;
+	}
 
 	/*
 	 * A probe side too small to gain, or a join expected to match too many
@@ -533,13 +609,17 @@ add_filter(Rewrite *rw, HashJoin *join)
 	local_off = outer->plan_rows < amq_join_filter_min_probe_rows ||
 		(match_share >= 0 && 1.0 - match_share < amq_join_filter_min_rejected);
 	if (local_off && nkeys != 1)
+	{
+		say_why_not(rw, join, estimates_refuse(outer, match_share));
 		return;
+	}
 
 	spec.nkeys = nkeys;
 	spec.skip_index = InvalidOid;
 	spec.remote_paramid = -1;
 	spec.remote_scans = 0;
 	spec.remote_refused = NIL;
+	spec.not_used = NULL;
 	spec.hash_procs = palloc(sizeof(Oid) * nkeys);
 	spec.collations = palloc(sizeof(Oid) * nkeys);
 	spec.types = palloc(sizeof(Oid) * nkeys);
@@ -554,7 +634,12 @@ add_filter(Rewrite *rw, HashJoin *join)
 		if (!op_strict(opno) ||
 			!key_hash_functions(opno, &probe.hash_procs[i], &spec.hash_procs[i],
 								&probe.types[i], &spec.types[i]))
+		{
+			say_why_not(rw, join,
+						psprintf("no 64-bit hash function for its key of type %s",
+								 format_type_be(exprType(list_nth(hash->hashkeys, i)))));
 			return;
+		}
 		spec.collations[i] = list_nth_oid(join->hashcollations, i);
 	}
 	/* the filter's number and slot: now if probe nodes will need them */
@@ -591,7 +676,10 @@ add_filter(Rewrite *rw, HashJoin *join)
 	 * build node stays only to say, in EXPLAIN, which scans could not
 	 */
 	if (local_off && remote.scans == 0 && remote.refused == NIL)
+	{
+		say_why_not(rw, join, estimates_refuse(outer, match_share));
 		return;
+	}
 	if (local_off)
 	{
 		spec.filter_no = ++rw->next_filter_no;
@@ -711,6 +799,7 @@ amq_join_filter_rewrite(PlannedStmt *stmt)
 	rw.next_filter_no = 0;
 	rw.remote = NULL;
 	rw.remote_only = false;
+	rw.say_why_not = planning_for_explain_verbose();
 	rw.next_plan_node_id = max_plan_node_id(stmt->planTree);
 	foreach(lc, stmt->subplans)
 		rw.next_plan_node_id = Max(rw.next_plan_node_id, max_plan_node_id(lfirst(lc)));

@@ -42,7 +42,8 @@ amq_join_filter_spec_to_list(const JoinFilterSpec *spec)
 	list = lappend(list, makeInteger((int) spec->skip_index));
 	list = lappend(list, makeInteger(spec->remote_paramid));
 	list = lappend(list, makeInteger(spec->remote_scans));
-	return lappend(list, list_copy_deep(spec->remote_refused));
+	list = lappend(list, list_copy_deep(spec->remote_refused));
+	return lappend(list, spec->not_used ? list_make1(makeString(pstrdup(spec->not_used))) : NIL);
 }
 
 void
@@ -53,12 +54,14 @@ amq_join_filter_spec_from_list(List *private, JoinFilterSpec *spec)
 	spec->filter_no = intVal(linitial(private));
 	spec->paramid = intVal(lsecond(private));
 	spec->nkeys = intVal(lthird(private));
-	if (list_length(private) != 3 + spec->nkeys + 4)
+	if (list_length(private) != 3 + spec->nkeys + 5)
 		elog(ERROR, "malformed runtime join filter");
 	spec->skip_index = (Oid) intVal(list_nth(private, 3 + spec->nkeys));
 	spec->remote_paramid = intVal(list_nth(private, 3 + spec->nkeys + 1));
 	spec->remote_scans = intVal(list_nth(private, 3 + spec->nkeys + 2));
 	spec->remote_refused = (List *) list_nth(private, 3 + spec->nkeys + 3);
+	spec->not_used = list_nth(private, 3 + spec->nkeys + 4) == NIL ? NULL :
+		strVal(linitial((List *) list_nth(private, 3 + spec->nkeys + 4)));
 	spec->hash_procs = palloc(sizeof(Oid) * spec->nkeys);
 	spec->collations = palloc(sizeof(Oid) * spec->nkeys);
 	spec->types = palloc(sizeof(Oid) * spec->nkeys);
