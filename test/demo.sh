@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # test/demo.sh: see amqfilter work.
 #
-#   bash test/demo.sh       as root (or with sudo)
+#   bash test/demo.sh [--dir DIR] [--no-build]       as root (or with sudo)
+#
+#   --dir DIR     make the cluster in DIR (new or empty) and leave it there,
+#                 stopped, when done: start it again with
+#                 pg_ctl -D DIR/data start (its socket is in DIR/socket)
+#   --no-build    use the extension already installed: no build, no install
+#
+# The port is the first free one from AMQ_FIRST_PORT (55432) on, as for
+# test/run.sh.
 #
 # Builds and installs the extension, starts a throwaway PostgreSQL 15 cluster
 # (one core per query, JIT off, the library preloaded) and loads an events table
@@ -18,7 +26,7 @@
 #   3. a stored filter probed in WHERE: a bloom filter of the VIP users kept in
 #      a table, asked for a few ids, and put in front of the same join.
 #
-# Takes about a minute; removes the cluster when done.
+# Takes about a minute; removes the cluster when done, unless --dir.
 set -euo pipefail
 
 # shellcheck source=test/lib.sh
@@ -148,17 +156,42 @@ show_stored_filter() {
 	echo "Same count as the plain join: $exact."
 }
 
+usage() {
+	echo "usage: bash test/demo.sh [--dir DIR] [--no-build]" >&2
+	exit 2
+}
+
 main() {
-	local start=$SECONDS
-	ensure_packages
-	build_and_install >/dev/null
-	start_cluster "max_parallel_workers_per_gather = 0" "jit = off" \
+	local start=$SECONDS dir= build=yes
+	local -a at=()
+
+	while [ $# -gt 0 ]; do
+		case $1 in
+			--dir) [ $# -ge 2 ] || usage; dir=$2; shift 2 ;;
+			--no-build) build=no; shift ;;
+			*) usage ;;
+		esac
+	done
+	[ -z "$dir" ] || at=(--at "$dir")
+	if [ "$build" = yes ]; then
+		ensure_packages
+		build_and_install >/dev/null
+	else
+		log "demo: using the installed extension (--no-build)"
+	fi
+	start_cluster "${at[@]}" "max_parallel_workers_per_gather = 0" "jit = off" \
 		"shared_buffers = '1GB'" "session_preload_libraries = 'amqfilter'"
 	load_data
 	show_index_skip
 	show_join_filter
 	show_stored_filter
-	stop_cluster
+	if [ -n "$dir" ]; then
+		stop_cluster --keep
+		echo
+		echo "demo: the cluster is in $dir: pg_ctl -D $dir/data start"
+	else
+		stop_cluster
+	fi
 	echo
 	echo "demo: done in $((SECONDS - start))s"
 }

@@ -298,6 +298,7 @@ find_free_port() {
 # own data and socket directories.  Options, before the settings:
 #   --in DIR        make the cluster's directory (data/, socket/, server.log) in DIR,
 #                   which the server's user must be able to enter, instead of /tmp
+#   --at DIR        make it in DIR itself (new or empty), e.g. to keep it afterwards
 #   --postgres EXE  run this server executable instead of $PG_BIN/postgres
 #   --env NAME=VALUE
 #                   add to the server's environment (pg_ctl, which starts it, and
@@ -305,12 +306,13 @@ find_free_port() {
 # The clusters are stopped on exit: start_cluster sets an EXIT trap unless the caller
 # has one, which must then call stop_cluster itself.
 start_cluster() {
-	local owner port data sockdir setting parent=/tmp
+	local owner port data sockdir setting parent=/tmp at=
 	local -a server_env=() postgres_opt=()
 
 	while [ $# -gt 0 ]; do
 		case $1 in
 			--in) parent=$2; shift 2 ;;
+			--at) at=$2; shift 2 ;;
 			--postgres) postgres_opt=(-p "$2"); shift 2 ;;
 			--env) server_env+=("$2"); shift 2 ;;
 			*) break ;;
@@ -319,7 +321,16 @@ start_cluster() {
 	owner=$(cluster_owner)
 	port=$(find_free_port)
 
-	AMQ_CLUSTER_DIR=$(mktemp -d "$parent/amqfilter-pg.XXXXXX")
+	if [ -n "$at" ]; then
+		# a place the caller chose: new or empty, so that nothing there is lost
+		if [ -e "$at" ] && [ -n "$(ls -A "$at")" ]; then
+			die "$at is not empty: give a new or empty directory for the cluster"
+		fi
+		mkdir -p "$at"
+		AMQ_CLUSTER_DIR=$(cd "$at" && pwd)
+	else
+		AMQ_CLUSTER_DIR=$(mktemp -d "$parent/amqfilter-pg.XXXXXX")
+	fi
 	AMQ_CLUSTER_DIRS+=("$AMQ_CLUSTER_DIR")
 	[ -n "$(trap -p EXIT)" ] || trap stop_cluster EXIT
 	trap 'exit 130' INT

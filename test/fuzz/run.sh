@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # test/fuzz/run.sh [SECONDS_PER_HARNESS]
+# test/fuzz/run.sh --missing     print the packages it needs that are missing
 #
 # Builds the libFuzzer harnesses of the core (`make fuzz`: clang,
 # -fsanitize=fuzzer,address,undefined, src/core only, no PostgreSQL) and runs
@@ -23,8 +24,8 @@ set -euo pipefail
 SECONDS_PER=${1:-10}
 MAX_LEN=${FUZZ_MAX_LEN:-4096}
 
-[[ "$SECONDS_PER" =~ ^[0-9]+$ ]] && [ "$SECONDS_PER" -ge 1 ] \
-	|| { echo "usage: $0 [SECONDS_PER_HARNESS]" >&2; exit 2; }
+[ "$SECONDS_PER" = --missing ] || [[ "$SECONDS_PER" =~ ^[0-9]+$ ]] && [ "$SECONDS_PER" != 0 ] \
+	|| { echo "usage: $0 [SECONDS_PER_HARNESS | --missing]" >&2; exit 2; }
 
 # shellcheck source=../lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -48,9 +49,17 @@ fuzz_missing_packages() {
 	[ -f /usr/include/stdio.h ] || echo libc6-dev
 }
 missing=$(fuzz_missing_packages | tr '\n' ' ')
+if [ "$SECONDS_PER" = --missing ]; then
+	echo "${missing% }"
+	exit 0
+fi
 if [ -n "$missing" ]; then
 	install_packages "$missing" "${FUZZ_PACKAGES[@]}"
 	missing=$(fuzz_missing_packages | tr '\n' ' ')
+if [ "$SECONDS_PER" = --missing ]; then
+	echo "${missing% }"
+	exit 0
+fi
 	[ -z "$missing" ] || die "still missing after apt-get install: $missing"
 fi
 log "clang: $(clang --version | head -n 1)"
