@@ -8,12 +8,15 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/transam.h"
 #include "access/table.h"
 #include "catalog/index.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_range.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
@@ -26,12 +29,15 @@
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "glue/amqfilter.h"
 #include "index/filter_index.h"
@@ -529,21 +535,241 @@ amqfilter_index_candidates(PG_FUNCTION_ARGS)
 	PG_RETURN_NULL();
 }
 
-/* True for a function that is not built into PostgreSQL. */
+/*
+ * What reading an index's expression and predicate may run that is not
+ * built into PostgreSQL, walked: the functions a node calls (a function, an
+ * operator's, a cast's, a type's input and output functions of a cast
+ * through text: check_functions_in_node), and what runs besides:
+ *
+ *	- a domain's CHECK constraints, where a value is cast to it
+ *	  (CoerceToDomain), and those of its base domains;
+ *	- a type's input function and, inside it, those of the types it is made
+ *	  of (an array's element, a composite's columns, a range's subtype, a
+ *	  domain's base, and the domain's constraints, which its input checks),
+ *	  where a cast through text reads a value in; likewise the output
+ *	  functions where it writes one out;
+ *	- the same input, for a constant: the query names it as a literal,
+ *	  which is read in again ('(5)'::t runs the CHECK of a domain column of
+ *	  t);
+ *	- the comparison function GREATEST and LEAST call, and a type's
+ *	  subscripting.
+ *
+ * The walk records the first function found and the outermost domain whose
+ * constraint led to it, for the error.
+ */
+typedef struct OwnerCodeWalk
+{
+	bool		literals;		/* constants are read in again */
+	List	   *domains;		/* domains whose constraints are being walked */
+	Oid			func;			/* the function found */
+	Oid			domain;			/* the domain whose constraint calls it */
+} OwnerCodeWalk;
+
+static bool runs_not_builtin(Node *node, void *context);
+
+/* True for a function that is not built into PostgreSQL; recorded. */
 static bool
 not_builtin(Oid func, void *context)
 {
-	return func >= FirstNormalObjectId;
+	OwnerCodeWalk *walk = (OwnerCodeWalk *) context;
+
+	if (func < FirstNormalObjectId)
+		return false;
+	if (!OidIsValid(walk->func))
+		walk->func = func;
+	return true;
+}
+
+/* True if a domain's own CHECK constraints run code not built in. */
+static bool
+domain_checks_not_builtin(Oid domain, OwnerCodeWalk *walk)
+{
+	Relation	conrel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	List	   *checks = NIL;
+	ListCell   *lc;
+	bool		found = false;
+	bool		literals = walk->literals;
+
+	/* a constraint that casts to its own domain is being walked already */
+	if (list_member_oid(walk->domains, domain))
+		return false;
+	conrel = table_open(ConstraintRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_constraint_contypid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(domain));
+	scan = systable_beginscan(conrel, ConstraintTypidIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		bin;
+
+		if (((Form_pg_constraint) GETSTRUCT(tuple))->contype != CONSTRAINT_CHECK)
+			continue;
+		bin = SysCacheGetAttr(CONSTROID, tuple, Anum_pg_constraint_conbin, &isnull);
+		if (!isnull)
+			checks = lappend(checks, stringToNode(TextDatumGetCString(bin)));
+	}
+	systable_endscan(scan);
+	table_close(conrel, AccessShareLock);
+
+	/* a constraint's constants are values, not read in again */
+	walk->literals = false;
+	walk->domains = lappend_oid(walk->domains, domain);
+	foreach(lc, checks)
+		if (runs_not_builtin(lfirst(lc), walk))
+		{
+			found = true;
+			break;
+		}
+	walk->domains = list_delete_last(walk->domains);
+	walk->literals = literals;
+	if (found)
+		walk->domain = domain;	/* the outermost, once the walk returns */
+	return found;
+}
+
+/* True if a cast to a domain runs code not built in: its constraints, its bases'. */
+static bool
+domain_runs_not_builtin(Oid type, OwnerCodeWalk *walk)
+{
+	while (get_typtype(type) == TYPTYPE_DOMAIN)
+	{
+		HeapTuple	tuple;
+
+		if (domain_checks_not_builtin(type, walk))
+			return true;
+		tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for type %u", type);
+		type = ((Form_pg_type) GETSTRUCT(tuple))->typbasetype;
+		ReleaseSysCache(tuple);
+	}
+	return false;
+}
+
+/*
+ * True if reading a value of type in (input) or writing one out runs code
+ * not built in: the type's functions, and those of the types it is made
+ * of; in, the CHECK constraints of the domains among them too.
+ */
+static bool
+type_runs_not_builtin(Oid type, bool input, OwnerCodeWalk *walk)
+{
+	HeapTuple	tuple;
+	Form_pg_type t;
+	Oid			parts[2] = {InvalidOid, InvalidOid};
+	bool		found = false;
+	int			i;
+
+	check_stack_depth();
+	tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for type %u", type);
+	t = (Form_pg_type) GETSTRUCT(tuple);
+	if (input ? not_builtin(t->typinput, walk) || not_builtin(t->typreceive, walk)
+		: not_builtin(t->typoutput, walk) || not_builtin(t->typsend, walk))
+		found = true;
+	else if (t->typtype == TYPTYPE_DOMAIN)
+	{
+		found = input && domain_checks_not_builtin(type, walk);
+		parts[0] = t->typbasetype;
+	}
+	else if (t->typtype == TYPTYPE_RANGE)
+	{
+		HeapTuple	range = SearchSysCache1(RANGETYPE, ObjectIdGetDatum(type));
+
+		if (!HeapTupleIsValid(range))
+			elog(ERROR, "cache lookup failed for range type %u", type);
+		parts[0] = ((Form_pg_range) GETSTRUCT(range))->rngsubtype;
+		found = input && not_builtin(((Form_pg_range) GETSTRUCT(range))->rngcanonical, walk);
+		ReleaseSysCache(range);
+	}
+#if PG_VERSION_NUM >= 140000
+	else if (t->typtype == TYPTYPE_MULTIRANGE)
+		parts[0] = get_multirange_range(type);
+#endif
+	else if (t->typtype != TYPTYPE_COMPOSITE)
+		parts[0] = t->typelem;	/* an array's element (InvalidOid if none) */
+	ReleaseSysCache(tuple);
+
+	for (i = 0; !found && i < lengthof(parts) && OidIsValid(parts[i]); i++)
+		found = type_runs_not_builtin(parts[i], input, walk);
+	if (!found && get_typtype(type) == TYPTYPE_COMPOSITE)
+	{
+		TupleDesc	desc = lookup_rowtype_tupdesc(type, -1);
+
+		for (i = 0; !found && i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped)
+				found = type_runs_not_builtin(TupleDescAttr(desc, i)->atttypid, input, walk);
+		ReleaseTupleDesc(desc);
+	}
+	return found;
 }
 
 static bool
-calls_not_builtin(Node *node, void *context)
+runs_not_builtin(Node *node, void *context)
 {
+	OwnerCodeWalk *walk = (OwnerCodeWalk *) context;
+
 	if (node == NULL)
 		return false;
-	if (check_functions_in_node(node, not_builtin, context))
+	check_stack_depth();
+	if (check_functions_in_node(node, not_builtin, walk))
 		return true;
-	return expression_tree_walker(node, calls_not_builtin, context);
+	switch (nodeTag(node))
+	{
+		case T_Const:
+			if (walk->literals &&
+				type_runs_not_builtin(((Const *) node)->consttype, true, walk))
+				return true;
+			break;
+		case T_CoerceViaIO:
+			{
+				CoerceViaIO *io = (CoerceViaIO *) node;
+
+				if (type_runs_not_builtin(io->resulttype, true, walk) ||
+					type_runs_not_builtin(exprType((Node *) io->arg), false, walk))
+					return true;
+			}
+			break;
+		case T_CoerceToDomain:
+			if (domain_runs_not_builtin(((CoerceToDomain *) node)->resulttype, walk))
+				return true;
+			break;
+		case T_MinMaxExpr:
+			if (not_builtin(lookup_type_cache(((MinMaxExpr *) node)->minmaxtype,
+											  TYPECACHE_CMP_PROC)->cmp_proc, walk))
+				return true;
+			break;
+#if PG_VERSION_NUM >= 140000
+		case T_SubscriptingRef:
+			if (not_builtin(get_typsubscript(((SubscriptingRef *) node)->refcontainertype,
+											 NULL), walk))
+				return true;
+			break;
+#endif
+		default:
+			break;
+	}
+	return expression_tree_walker(node, runs_not_builtin, walk);
+}
+
+/*
+ * The index's expressions or predicate as pg_index stores them: what the
+ * query is deparsed from.  (The relation cache's copy has been through
+ * constant folding, which leaves out a function of constant arguments that
+ * the query's own folding would run.)
+ */
+static Node *
+stored_expression(Relation index, int attnum)
+{
+	Datum		datum;
+	bool		isnull;
+
+	datum = SysCacheGetAttr(INDEXRELID, index->rd_indextuple, attnum, &isnull);
+	return isnull ? NULL : (Node *) stringToNode(TextDatumGetCString(datum));
 }
 
 /*
@@ -556,10 +782,9 @@ calls_not_builtin(Node *node, void *context)
 static void
 check_runs_no_owner_code(Relation index, const char *fname)
 {
-	List	   *exprs = RelationGetIndexExpressions(index);
-	List	   *pred = RelationGetIndexPredicate(index);
 	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(index->rd_index->indrelid));
 	Oid			owner;
+	OwnerCodeWalk walk;
 
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for relation %u", index->rd_index->indrelid);
@@ -567,13 +792,26 @@ check_runs_no_owner_code(Relation index, const char *fname)
 	ReleaseSysCache(tuple);
 	if (has_privs_of_role(GetUserId(), owner))
 		return;
-	if (calls_not_builtin((Node *) exprs, NULL) || calls_not_builtin((Node *) pred, NULL))
+	memset(&walk, 0, sizeof(walk));
+	walk.literals = true;
+	if (!runs_not_builtin(stored_expression(index, Anum_pg_index_indexprs), &walk) &&
+		!runs_not_builtin(stored_expression(index, Anum_pg_index_indpred), &walk))
+		return;
+	if (OidIsValid(walk.domain))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("%s does not run the functions of index \"%s\" for a role other than its table's owner",
 						fname, RelationGetRelationName(index)),
-				 errdetail("Its expression or predicate calls a function that is not built into PostgreSQL; it would run with the current role's privileges."),
+				 errdetail("Its expression or predicate calls function %s, which is not built into PostgreSQL, through a CHECK constraint of domain %s; it would run with the current role's privileges.",
+						   format_procedure(walk.func), format_type_be(walk.domain)),
 				 errhint("Run it as a role with the privileges of the table's owner, or build the filter with bloom_agg over the table.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("%s does not run the functions of index \"%s\" for a role other than its table's owner",
+					fname, RelationGetRelationName(index)),
+			 errdetail("Its expression or predicate calls function %s, which is not built into PostgreSQL; it would run with the current role's privileges.",
+					   format_procedure(walk.func)),
+			 errhint("Run it as a role with the privileges of the table's owner, or build the filter with bloom_agg over the table.")));
 }
 
 /*
