@@ -10,6 +10,7 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/transam.h"
 #include "access/table.h"
 #include "catalog/index.h"
@@ -46,30 +47,68 @@ PG_FUNCTION_INFO_V1(amqfilter_index_info);
 PG_FUNCTION_INFO_V1(amqfilter_index_candidates);
 PG_FUNCTION_INFO_V1(bloom_index_contains);
 
-/* Opens an index, its table locked first, as a query of the table locks. */
+/*
+ * Opens an index, its table locked first, as a query of the table locks,
+ * and sets *heapoid to its table.  NULL for an index that is gone: an OID
+ * that names no relation (*heapoid invalid), or an index dropped before its
+ * lock was granted (*heapoid its table).  A statement that named an
+ * index before a REINDEX CONCURRENTLY swapped it for its rebuilt copy still
+ * holds the retired index's OID, and the REINDEX drops that index without
+ * waiting for a statement that has not locked the table yet: each function
+ * answers for a gone index as it can.  An OID of a relation that is not an
+ * index is an error.
+ */
 static Relation
-open_any_index(Oid indexoid)
+try_open_any_index(Oid indexoid, Oid *heapoid)
 {
-	Oid			heapoid = IndexGetRelation(indexoid, true);
+	Relation	index;
 
-	if (!OidIsValid(heapoid))
+	*heapoid = IndexGetRelation(indexoid, true);
+	if (!OidIsValid(*heapoid))
+	{
+		char	   *name = get_rel_name(indexoid);
+
+		if (name != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("\"%s\" is not an index", name)));
+		return NULL;
+	}
+	LockRelationOid(*heapoid, AccessShareLock);
+	index = try_relation_open(indexoid, AccessShareLock);
+	if (index != NULL &&
+		index->rd_rel->relkind != RELKIND_INDEX &&
+		index->rd_rel->relkind != RELKIND_PARTITIONED_INDEX)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an index", get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
-	LockRelationOid(heapoid, AccessShareLock);
-	return index_open(indexoid, AccessShareLock);
+				 errmsg("\"%s\" is not an index", RelationGetRelationName(index))));
+	return index;
+}
+
+/* The error of a function that cannot answer for an index that is gone. */
+static void
+report_gone(Oid indexoid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("index with OID %u does not exist", indexoid),
+			 errdetail("It was dropped, or replaced by REINDEX CONCURRENTLY, after the statement named it.")));
 }
 
 /*
  * Opens an amqfilter index for a SQL function (the checks that the caller
  * may learn from it what it summarizes, every value of the column, are
- * open_index_checked's).  Locked AccessShareLock.
+ * check_may_read's).  Locked AccessShareLock.  NULL for an index that is
+ * gone, as try_open_any_index.
  */
 static Relation
-open_index(Oid indexoid, const char *fname)
+open_index(Oid indexoid, const char *fname, Oid *heapoid)
 {
-	Relation	index = open_any_index(indexoid);
+	Oid			heap;
+	Relation	index = try_open_any_index(indexoid, heapoid ? heapoid : &heap);
 
+	if (index == NULL)
+		return NULL;
 	if (index->rd_rel->relkind == RELKIND_PARTITIONED_INDEX &&
 		index->rd_rel->relam == get_index_am_oid("amqfilter", false))
 		ereport(ERROR,
@@ -88,13 +127,16 @@ open_index(Oid indexoid, const char *fname)
 
 /*
  * The index of a partitioned table, created USING amqfilter, with its table
- * locked first, as open_index.
+ * locked first, as open_index; NULL if it is gone.
  */
 static Relation
 open_partitioned_index(Oid indexoid, const char *fname)
 {
-	Relation	index = open_any_index(indexoid);
+	Oid			heapoid;
+	Relation	index = try_open_any_index(indexoid, &heapoid);
 
+	if (index == NULL)
+		return NULL;
 	if (index->rd_rel->relkind != RELKIND_PARTITIONED_INDEX ||
 		index->rd_rel->relam != get_index_am_oid("amqfilter", false))
 		ereport(ERROR,
@@ -129,44 +171,21 @@ check_may_read(Relation index, const char *fname)
 }
 
 /*
- * Errors unless the index holds every row the caller's snapshot sees, as
- * the planner requires of an index it uses: valid and ready (not one whose
- * build, or whose DROP INDEX CONCURRENTLY, did not finish: inserts may have
- * skipped it), and, if built over broken HOT chains (indcheckxmin), built
- * before every transaction this snapshot may not see.  An index that is not
- * may hold a row's new version only, where the caller sees the old one:
- * its "no" would be false.
+ * An index answers for the caller only if it holds every row the caller's
+ * snapshot sees, as the planner requires of an index it uses
+ * (amq_index_usable): valid, ready and live, and, if built over broken HOT
+ * chains (indcheckxmin), built before every transaction the snapshot may
+ * not see.  One that is not may miss rows (a build, or a DROP INDEX
+ * CONCURRENTLY, that did not finish: inserts may have skipped it), or hold
+ * a row's new version only where the caller sees the old one: its "no"
+ * could be false.  So it answers "maybe", as a filter always may, and so
+ * does an index that is gone (try_open_any_index): the one a REINDEX
+ * CONCURRENTLY retires goes from valid to not valid, to not ready and
+ * dead, to dropped, while statements that named it before the swap still
+ * call with its OID; a query through a btree keeps running, and so does a
+ * query through these functions.  What is not an amqfilter index at all (a
+ * table, a btree) stays an error.
  */
-static void
-check_usable(Relation index)
-{
-	Form_pg_index ix = index->rd_index;
-
-	if (!ix->indisvalid || !ix->indisready || !ix->indislive)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("index \"%s\" is not valid", RelationGetRelationName(index)),
-				 errdetail("Its build, or a DROP INDEX CONCURRENTLY, did not finish: it may miss rows."),
-				 errhint("REINDEX it, or drop it.")));
-	if (ix->indcheckxmin &&
-		!TransactionIdPrecedes(HeapTupleHeaderGetXmin(index->rd_indextuple->t_data),
-							   TransactionXmin))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("index \"%s\" is too new for this transaction's snapshot",
-						RelationGetRelationName(index)),
-				 errdetail("It was built after this snapshot was taken, over rows whose older versions the snapshot may see and the index does not hold."),
-				 errhint("Ask in a later transaction.")));
-}
-
-static Relation
-open_index_checked(Oid indexoid, const char *fname)
-{
-	Relation	index = open_index(indexoid, fname);
-
-	check_may_read(index, fname);
-	return index;
-}
 
 /*
  * Errors unless a value of type under collation can be looked up in the
@@ -226,9 +245,10 @@ value_hasher(AmqIndexHasher *hasher, Relation index, Oid type, Oid collation,
 
 /*
  * bloom_index_contains(index regclass, value anyelement) -> boolean: false
- * if the index rules the value out of its column, true ("maybe") if not.
- * NULL for a NULL value.  The key guard of plain SQL: as cheap as a probe
- * of a stored filter, and kept current by PostgreSQL.
+ * if the index rules the value out of its column, true ("maybe") if not,
+ * or if the index cannot answer for the caller or is gone (above).  NULL for
+ * a NULL value.  The key guard of plain SQL: as cheap as a probe of a
+ * stored filter, and kept current by PostgreSQL.
  */
 /*
  * What bloom_index_contains looks up once per call site: how values of the
@@ -255,7 +275,9 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 	AmqIndexMeta meta;
 	bool		maybe;
 
-	index = open_index(indexoid, "bloom_index_contains");
+	index = open_index(indexoid, "bloom_index_contains", NULL);
+	if (index == NULL)
+		PG_RETURN_BOOL(true);	/* gone: nothing rules the value out */
 	if (cache == NULL)
 		cache = fcinfo->flinfo->fn_extra =
 			MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ContainsCache));
@@ -266,19 +288,22 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 		cache->indexoid = indexoid;
 		cache->userid = GetUserId();
 	}
-	/* the index's state can change between calls: checked on every one */
-	check_usable(index);
 	if (!cache->have_hasher || cache->type != type)
 	{
 		value_hasher(&cache->hasher, index, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
 		cache->type = type;
 		cache->have_hasher = true;
 	}
-	amq_index_flush(indexoid);
-	amq_index_read_meta(index, &meta);
-	maybe = amq_index_may_contain(index, &meta,
-								  amq_index_hash(&cache->hasher, meta.seed,
-												 PG_GETARG_DATUM(1)));
+	/* the index's state can change between calls: asked on every one */
+	maybe = true;
+	if (amq_index_usable(index))
+	{
+		amq_index_flush(indexoid);
+		amq_index_read_meta(index, &meta);
+		maybe = amq_index_may_contain(index, &meta,
+									  amq_index_hash(&cache->hasher, meta.seed,
+													 PG_GETARG_DATUM(1)));
+	}
 	index_close(index, AccessShareLock);
 	PG_RETURN_BOOL(maybe);
 }
@@ -296,6 +321,13 @@ bloom_index_contains(PG_FUNCTION_ARGS)
  * probe of it misses), against the target, the entries the build made, and
  * whether the index filled up without growing (AMQ_INDEX_SATURATED, or a
  * page out of room).  Reads every page, and checks each whole.
+ *
+ * An index that cannot answer for the caller (above) has a rate of 1:
+ * every lookup is "maybe".  One that is not ready (its build has not
+ * finished, or it is dead, being dropped) is not read: its pages may be
+ * half written, or none; its row has its bytes, that rate and its target,
+ * and NULL for what its pages would tell.  An index that is gone has no
+ * row.
  *
  * The index of a partitioned table: a row for each partition's index, and
  * a total (partition_index NULL): sums, the largest generations, and as
@@ -329,14 +361,35 @@ index_info_row(Relation index, Datum *out, bool *nulls, InfoTotal *total)
 	uint64		entries = 0;
 	uint64		everywhere = 0;
 	double		miss = 1.0;
+	double		rate;
 	bool		saturated;
 	Relation	heap;
 	BlockNumber heap_blocks;
 	const AmqIndexGen *newest;
 	uint32		i;
 	int64		ranges;
+	int64		bytes = (int64) RelationGetNumberOfBlocks(index) * BLCKSZ;
 
 	memset(nulls, 0, sizeof(bool) * INFO_COLUMNS);
+	out[0] = Int64GetDatum(bytes);
+	out[10] = ObjectIdGetDatum(RelationGetRelid(index));
+	total->bytes += bytes;
+	if (!index->rd_index->indisready)
+	{
+		double		p = amq_index_option_fpr(index);
+
+		for (i = 1; i <= 9; i++)
+			nulls[i] = true;
+		nulls[6] = nulls[7] = false;
+		out[6] = Float8GetDatum(1.0);
+		out[7] = Float8GetDatum(p);
+		total->rate += 1.0;
+		total->target += p;
+		total->target_min = total->n == 0 ? p : Min(total->target_min, p);
+		total->target_max = total->n == 0 ? p : Max(total->target_max, p);
+		total->n++;
+		return;
+	}
 	amq_index_flush(RelationGetRelid(index));
 	amq_index_read_meta(index, &meta);
 	amq_index_geometry(&meta, &geom);
@@ -375,29 +428,28 @@ index_info_row(Relation index, Datum *out, bool *nulls, InfoTotal *total)
 		}
 		miss *= 1.0 - gen_rate / g->npages;
 	}
+	/* an index that cannot answer for the caller says "maybe" to everything */
+	rate = amq_index_usable(index) ? 1.0 - miss : 1.0;
 	newest = &meta.gens[meta.ngens - 1];
 	heap = table_open(index->rd_index->indrelid, AccessShareLock);
 	heap_blocks = RelationGetNumberOfBlocks(heap);
 	table_close(heap, AccessShareLock);
 	ranges = (int64) ((heap_blocks + newest->pages_per_range - 1) / newest->pages_per_range);
-	out[0] = Int64GetDatum((int64) RelationGetNumberOfBlocks(index) * BLCKSZ);
 	out[1] = Int32GetDatum((int32) meta.ngens);
 	out[2] = Int64GetDatum((int64) entries);
 	out[3] = Int64GetDatum((int64) everywhere);
 	out[4] = Int32GetDatum((int32) newest->pages_per_range);
 	out[5] = Int64GetDatum(ranges);
-	out[6] = Float8GetDatum(1.0 - miss);
+	out[6] = Float8GetDatum(rate);
 	out[7] = Float8GetDatum(meta.p);
 	out[8] = Int64GetDatum((int64) meta.build_entries);
 	out[9] = BoolGetDatum(saturated);
-	out[10] = ObjectIdGetDatum(RelationGetRelid(index));
 
-	total->bytes += (int64) RelationGetNumberOfBlocks(index) * BLCKSZ;
 	total->generations = Max(total->generations, (int32) meta.ngens);
 	total->entries += (int64) entries;
 	total->everywhere += (int64) everywhere;
 	total->ranges += ranges;
-	total->rate += 1.0 - miss;
+	total->rate += rate;
 	total->target += meta.p;
 	total->target_min = total->n == 0 ? meta.p : Min(total->target_min, meta.p);
 	total->target_max = total->n == 0 ? meta.p : Max(total->target_max, meta.p);
@@ -406,46 +458,65 @@ index_info_row(Relation index, Datum *out, bool *nulls, InfoTotal *total)
 	total->n++;
 }
 
+/*
+ * Locks every partition of a partitioned table, as a query of it does,
+ * before its index's partitions are listed: a REINDEX CONCURRENTLY then
+ * waits for this transaction before it drops a partition's index listed.
+ */
+static void
+lock_partitions(Relation partitioned_index)
+{
+	(void) find_all_inheritors(partitioned_index->rd_index->indrelid,
+							   AccessShareLock, NULL);
+}
+
 Datum
 amqfilter_index_info(PG_FUNCTION_ARGS)
 {
+	const char *fname = "amqfilter_index_info";
 	Oid			indexoid = PG_GETARG_OID(0);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Datum		out[INFO_COLUMNS];
 	bool		nulls[INFO_COLUMNS];
 	InfoTotal	total;
 	Relation	index;
+	List	   *children;
+	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
 	memset(&total, 0, sizeof(total));
 	if (get_rel_relkind(indexoid) != RELKIND_PARTITIONED_INDEX)
 	{
-		index = open_index_checked(indexoid, "amqfilter_index_info");
+		index = open_index(indexoid, fname, NULL);
+		if (index == NULL)
+			PG_RETURN_NULL();	/* gone: no row */
+		check_may_read(index, fname);
 		index_info_row(index, out, nulls, &total);
 		index_close(index, AccessShareLock);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
 		PG_RETURN_NULL();
 	}
 
-	index = open_partitioned_index(indexoid, "amqfilter_index_info");
-	check_may_read(index, "amqfilter_index_info");
+	index = open_partitioned_index(indexoid, fname);
+	if (index == NULL)
+		PG_RETURN_NULL();
+	check_may_read(index, fname);
+	lock_partitions(index);
+	children = find_all_inheritors(indexoid, NoLock, NULL);
+	foreach(lc, children)
 	{
-		List	   *children = find_all_inheritors(indexoid, NoLock, NULL);
-		ListCell   *lc;
+		Oid			child = lfirst_oid(lc);
+		Relation	part;
 
-		foreach(lc, children)
-		{
-			Oid			child = lfirst_oid(lc);
-			Relation	part;
-
-			if (get_rel_relkind(child) != RELKIND_INDEX)
-				continue;
-			/* the partitioned table's privileges were checked */
-			part = open_index(child, "amqfilter_index_info");
-			index_info_row(part, out, nulls, &total);
-			index_close(part, AccessShareLock);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
-		}
+		if (get_rel_relkind(child) != RELKIND_INDEX)
+			continue;
+		/* the partitioned table's privileges were checked */
+		part = open_index(child, fname, NULL);
+		if (part == NULL)
+			continue;
+		index_info_row(part, out, nulls, &total);
+		index_close(part, AccessShareLock);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
 	}
 	memset(nulls, 0, sizeof(nulls));
 	out[0] = Int64GetDatum(total.bytes);
@@ -468,15 +539,37 @@ amqfilter_index_info(PG_FUNCTION_ARGS)
 }
 
 /*
+ * False if the index (of a table, or of one partition) rules the value out;
+ * true if it may hold it, or cannot answer for the caller (above).  An
+ * error for a value it cannot look up.  index is open.
+ */
+static bool
+index_may_hold(Relation index, Oid type, Oid collation, Datum value)
+{
+	AmqIndexHasher hasher;
+	AmqIndexMeta meta;
+
+	value_hasher(&hasher, index, type, collation, CurrentMemoryContext);
+	if (!amq_index_usable(index))
+		return true;
+	amq_index_flush(RelationGetRelid(index));
+	amq_index_read_meta(index, &meta);
+	return amq_index_may_contain(index, &meta, amq_index_hash(&hasher, meta.seed, value));
+}
+
+/*
  * amqfilter_index_candidates(index regclass, value anyelement) -> SETOF regclass
  *
  * The tables whose amqfilter index may hold value: for the index of a
  * partitioned table, each partition whose index does not rule it out, in
  * the order of their indexes' creation; for an index of one table, that
- * table or none.  A partition whose index cannot answer for the caller's
- * snapshot (invalid, not ready, too new) is named: a candidate is never
- * left out.  The privileges are bloom_index_contains', the partitioned
- * table's for a partitioned index.
+ * table or none.  A partition whose index cannot answer for the caller, or
+ * is gone (above), is named: a candidate is never left out.  The table of
+ * an index of one table that cannot answer is named, or of one dropped
+ * while the call waited for it; an index that is gone before the call
+ * could find its table is an error: there is no table to name.  The
+ * privileges are bloom_index_contains', the partitioned table's for a
+ * partitioned index.
  */
 Datum
 amqfilter_index_candidates(PG_FUNCTION_ARGS)
@@ -484,50 +577,60 @@ amqfilter_index_candidates(PG_FUNCTION_ARGS)
 	const char *fname = "amqfilter_index_candidates";
 	Oid			indexoid = PG_GETARG_OID(0);
 	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	Oid			collation = PG_GET_COLLATION();
 	Datum		value = PG_GETARG_DATUM(1);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	List	   *indexes;
+	bool		isnull = false;
+	Datum		out;
 	Relation	top;
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	if (get_rel_relkind(indexoid) == RELKIND_PARTITIONED_INDEX)
+	if (get_rel_relkind(indexoid) != RELKIND_PARTITIONED_INDEX)
 	{
-		top = open_partitioned_index(indexoid, fname);
-		check_may_read(top, fname);
-		indexes = find_all_inheritors(indexoid, NoLock, NULL);
+		Oid			heapoid;
+		Relation	index = open_index(indexoid, fname, &heapoid);
+		bool		maybe = true;
+
+		if (index == NULL && !OidIsValid(heapoid))
+			report_gone(indexoid);
+		if (index != NULL)
+		{
+			check_may_read(index, fname);
+			maybe = index_may_hold(index, type, collation, value);
+			index_close(index, AccessShareLock);
+		}
+		out = ObjectIdGetDatum(heapoid);
+		if (maybe)
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &out, &isnull);
+		PG_RETURN_NULL();
 	}
-	else
-	{
-		top = open_index_checked(indexoid, fname);
-		indexes = list_make1_oid(indexoid);
-	}
-	foreach(lc, indexes)
+
+	top = open_partitioned_index(indexoid, fname);
+	if (top == NULL)
+		report_gone(indexoid);
+	check_may_read(top, fname);
+	lock_partitions(top);
+	foreach(lc, find_all_inheritors(indexoid, NoLock, NULL))
 	{
 		Oid			child = lfirst_oid(lc);
+		Oid			heapoid;
 		Relation	index;
-		AmqIndexHasher hasher;
 		bool		maybe = true;
-		Datum		out;
-		bool		isnull = false;
 
 		CHECK_FOR_INTERRUPTS();
 		if (get_rel_relkind(child) != RELKIND_INDEX)
 			continue;
-		index = child == indexoid ? top : open_index(child, fname);
-		value_hasher(&hasher, index, type, PG_GET_COLLATION(), CurrentMemoryContext);
-		if (amq_index_usable(index))
+		/* the partitioned table's privileges were checked */
+		index = open_index(child, fname, &heapoid);
+		if (index == NULL && !OidIsValid(heapoid))
+			continue;
+		if (index != NULL)
 		{
-			AmqIndexMeta meta;
-
-			amq_index_flush(child);
-			amq_index_read_meta(index, &meta);
-			maybe = amq_index_may_contain(index, &meta,
-										  amq_index_hash(&hasher, meta.seed, value));
-		}
-		out = ObjectIdGetDatum(index->rd_index->indrelid);
-		if (index != top)
+			maybe = index_may_hold(index, type, collation, value);
 			index_close(index, AccessShareLock);
+		}
+		out = ObjectIdGetDatum(heapoid);
 		if (maybe)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &out, &isnull);
 	}
@@ -895,7 +998,9 @@ amqfilter_index_filter(PG_FUNCTION_ARGS)
 	indexoid = PG_GETARG_OID(0);
 	partitioned = get_rel_relkind(indexoid) == RELKIND_PARTITIONED_INDEX;
 	index = partitioned ? open_partitioned_index(indexoid, fname)
-		: open_index(indexoid, fname);
+		: open_index(indexoid, fname, NULL);
+	if (index == NULL)
+		report_gone(indexoid);
 	heapoid = index->rd_index->indrelid;
 	if (PG_ARGISNULL(1))
 		p = amq_index_option_fpr(index);
