@@ -31,6 +31,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/rel.h"
@@ -557,19 +558,29 @@ index_may_hold(Relation index, Oid type, Oid collation, Datum value)
 	return amq_index_may_contain(index, &meta, amq_index_hash(&hasher, meta.seed, value));
 }
 
+/* A partition that has an index in the partitioned index, and that index. */
+typedef struct CoveredPartition
+{
+	Oid			table;			/* the key */
+	Oid			index;
+} CoveredPartition;
+
 /*
  * amqfilter_index_candidates(index regclass, value anyelement) -> SETOF regclass
  *
- * The tables whose amqfilter index may hold value: for the index of a
- * partitioned table, each partition whose index does not rule it out, in
- * the order of their indexes' creation; for an index of one table, that
- * table or none.  A partition whose index cannot answer for the caller, or
- * is gone (above), is named: a candidate is never left out.  The table of
- * an index of one table that cannot answer is named, or of one dropped
- * while the call waited for it; an index that is gone before the call
- * could find its table is an error: there is no table to name.  The
- * privileges are bloom_index_contains', the partitioned table's for a
- * partitioned index.
+ * The tables whose rows may hold value, as far as the amqfilter index can
+ * tell.  For the index of a partitioned table, every partition that holds
+ * rows (not a partitioned one) and that its index does not rule out, in
+ * the order PostgreSQL lists the partitions (level by level, oldest
+ * first): one without an index in the partitioned index (a foreign table,
+ * or one whose index is missing or not attached, where the index was made
+ * ON ONLY the partitioned table) is named, and so is one whose index
+ * cannot answer for the caller or is gone (above): a candidate is never
+ * left out.  For an index of one table, that table or none; the table if
+ * its index cannot answer or was dropped before the call could lock it.
+ * An index that is gone before the call could find its table is an error:
+ * there is no table to name.  The privileges are bloom_index_contains',
+ * the partitioned table's for a partitioned index.
  */
 Datum
 amqfilter_index_candidates(PG_FUNCTION_ARGS)
@@ -583,6 +594,9 @@ amqfilter_index_candidates(PG_FUNCTION_ARGS)
 	bool		isnull = false;
 	Datum		out;
 	Relation	top;
+	List	   *partitions;
+	HASHCTL		ctl;
+	HTAB	   *covered;
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -610,30 +624,57 @@ amqfilter_index_candidates(PG_FUNCTION_ARGS)
 	if (top == NULL)
 		report_gone(indexoid);
 	check_may_read(top, fname);
-	lock_partitions(top);
+	partitions = find_all_inheritors(top->rd_index->indrelid, AccessShareLock, NULL);
+
+	/* the partitions the index covers, with their indexes */
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(CoveredPartition);
+	ctl.hcxt = CurrentMemoryContext;
+	covered = hash_create("amqfilter_index_candidates", Max(list_length(partitions), 16),
+						  &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	foreach(lc, find_all_inheritors(indexoid, NoLock, NULL))
 	{
 		Oid			child = lfirst_oid(lc);
-		Oid			heapoid;
-		Relation	index;
+		Oid			table;
+		CoveredPartition *entry;
+
+		if (get_rel_relkind(child) != RELKIND_INDEX)
+			continue;
+		table = IndexGetRelation(child, true);
+		if (!OidIsValid(table))
+			continue;			/* gone: its partition is named below */
+		entry = hash_search(covered, &table, HASH_ENTER, NULL);
+		entry->index = child;
+	}
+
+	foreach(lc, partitions)
+	{
+		Oid			part = lfirst_oid(lc);
+		CoveredPartition *entry;
 		bool		maybe = true;
 
 		CHECK_FOR_INTERRUPTS();
-		if (get_rel_relkind(child) != RELKIND_INDEX)
+		/* a partitioned table holds no rows of its own */
+		if (get_rel_relkind(part) == RELKIND_PARTITIONED_TABLE)
 			continue;
-		/* the partitioned table's privileges were checked */
-		index = open_index(child, fname, &heapoid);
-		if (index == NULL && !OidIsValid(heapoid))
-			continue;
-		if (index != NULL)
+		entry = hash_search(covered, &part, HASH_FIND, NULL);
+		if (entry != NULL)
 		{
-			maybe = index_may_hold(index, type, collation, value);
-			index_close(index, AccessShareLock);
+			/* the partitioned table's privileges were checked */
+			Relation	index = open_index(entry->index, fname, NULL);
+
+			if (index != NULL)
+			{
+				maybe = index_may_hold(index, type, collation, value);
+				index_close(index, AccessShareLock);
+			}
 		}
-		out = ObjectIdGetDatum(heapoid);
+		out = ObjectIdGetDatum(part);
 		if (maybe)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &out, &isnull);
 	}
+	hash_destroy(covered);
 	index_close(top, AccessShareLock);
 	PG_RETURN_NULL();
 }
