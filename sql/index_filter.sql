@@ -75,6 +75,63 @@ SET ROLE if_nobody;
 SELECT amqfilter_index_filter('if_k');
 RESET ROLE;
 
+-- owner code that runs without being called by name: a domain's CHECK
+-- constraint where a value is cast to the domain (in a predicate, in the
+-- expression), and where a constant of a type made of the domain is read
+-- in again from the query's text; refused as a function call is.  The
+-- owner's function fails when it runs as the reader.
+CREATE FUNCTION if_owner_check(v int8) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+	IF current_user = 'if_reader' THEN
+		RAISE EXCEPTION 'if_owner_check ran as %', current_user;
+	END IF;
+	RETURN v IS NOT NULL;
+END $$;
+CREATE DOMAIN if_checked AS int8 CHECK (if_owner_check(VALUE));
+CREATE TYPE if_pair AS (a int8, b if_checked);
+CREATE DOMAIN if_positive AS int8 CHECK (VALUE > 0);
+CREATE TYPE if_mood AS ENUM ('low', 'high');
+CREATE FUNCTION if_mood_rank(m if_mood) RETURNS int8 LANGUAGE sql IMMUTABLE AS $$ SELECT 7::int8 $$;
+CREATE CAST (if_mood AS int8) WITH FUNCTION if_mood_rank(if_mood);
+CREATE FUNCTION if_owner_ne(a int8, b int8) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT a <> b $$;
+CREATE OPERATOR <~> (LEFTARG = int8, RIGHTARG = int8, FUNCTION = if_owner_ne);
+CREATE TABLE if_d (k int8, m if_mood);
+INSERT INTO if_d SELECT g, 'low' FROM generate_series(1, 1000) g;
+GRANT SELECT ON if_d TO if_reader;
+CREATE INDEX if_d_pred ON if_d USING amqfilter (k) WHERE (k)::if_checked IS NOT NULL;
+CREATE INDEX if_d_expr ON if_d USING amqfilter (((k)::if_checked));
+CREATE INDEX if_d_row ON if_d USING amqfilter (k) WHERE k <> ('(1,5)'::if_pair).b;
+CREATE INDEX if_d_array ON if_d USING amqfilter (k) WHERE k <> ALL ('{1,2}'::if_checked[]);
+CREATE INDEX if_d_cast ON if_d USING amqfilter (k) WHERE (m)::int8 > 0;
+CREATE INDEX if_d_op ON if_d USING amqfilter (k) WHERE k <~> 3;
+-- PostgreSQL's own code only: a domain whose CHECK is built in, GREATEST, a
+-- cast through text, an enum's I/O
+CREATE INDEX if_d_builtin ON if_d USING amqfilter (((k)::if_positive))
+	WHERE greatest(k, 0)::text <> '7' AND m <> 'high';
+SELECT amqfilter_index_filter('if_d_pred') @> 5::int8 AS owner_pred,
+       amqfilter_index_filter('if_d_expr') @> 5::int8 AS owner_expr;
+SET ROLE if_reader;
+SELECT amqfilter_index_filter('if_d_pred');
+SELECT amqfilter_index_filter('if_d_expr');
+SELECT amqfilter_index_filter('if_d_row');
+SELECT amqfilter_index_filter('if_d_array');
+SELECT amqfilter_index_filter('if_d_cast');
+SELECT amqfilter_index_filter('if_d_op');
+SELECT amqfilter_index_filter('if_d_builtin') @> 5::int8 AS builtin_runs;
+RESET ROLE;
+-- a function of constant arguments in the predicate: the stored
+-- predicate is walked, not the relation cache's copy, in which PostgreSQL
+-- has folded the call to its result (the query would fold it again, as
+-- the reader)
+CREATE TABLE if_f (k int8);
+INSERT INTO if_f SELECT g FROM generate_series(1, 100) g;
+GRANT SELECT ON if_f TO if_reader;
+CREATE INDEX if_f_folded ON if_f USING amqfilter (k) WHERE if_owner_check(0);
+SET ROLE if_reader;
+SELECT amqfilter_index_filter('if_f_folded');
+RESET ROLE;
+DROP TABLE if_f;
+
 -- a planted function of the same name as one the query uses is never called
 CREATE SCHEMA if_evil;
 CREATE FUNCTION if_evil.lower(text) RETURNS text LANGUAGE sql AS $$ SELECT 'planted' $$;
@@ -100,7 +157,14 @@ SELECT amqfilter_index_filter('if_k', 1.5);
 SELECT bloom_index_contains('if_pv', 'v1'::text);
 
 DROP SCHEMA if_evil CASCADE;
-DROP TABLE if_t, if_p, if_store CASCADE;
+DROP TABLE if_t, if_p, if_store, if_d CASCADE;
 DROP FUNCTION if_owner_fn(text);
+DROP OPERATOR <~> (int8, int8);
+DROP FUNCTION if_owner_ne(int8, int8);
+DROP CAST (if_mood AS int8);
+DROP FUNCTION if_mood_rank(if_mood);
+DROP TYPE if_pair, if_mood;
+DROP DOMAIN if_checked, if_positive;
+DROP FUNCTION if_owner_check(int8);
 DROP ROLE if_reader;
 DROP ROLE if_nobody;

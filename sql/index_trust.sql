@@ -172,20 +172,58 @@ DROP VIEW trust_listed;
 DROP TABLE trust_staff;
 DROP ROLE trust_alice;
 
--- An index the planner would not use answers nothing: one left invalid and
--- not ready (a DROP INDEX CONCURRENTLY that was cancelled; inserts skip it),
--- one whose build did not finish (invalid, still ready).
+-- An index the planner would not use rules nothing out: it answers
+-- "maybe", never a "no" for a row it may miss, and never an error, as a
+-- query through a btree keeps running while an index is built, rebuilt or
+-- dropped.  One left invalid and not ready (a DROP INDEX CONCURRENTLY that
+-- was cancelled; inserts skip it), one whose build did not finish
+-- (invalid, still ready).
 CREATE TABLE trust_dead (k int8);
 INSERT INTO trust_dead SELECT g FROM generate_series(1, 1000) g;
 CREATE INDEX trust_dead_k ON trust_dead USING amqfilter (k);
 UPDATE pg_index SET indisvalid = false, indisready = false
  WHERE indexrelid = 'trust_dead_k'::regclass;
 INSERT INTO trust_dead VALUES (5000);
-SELECT bloom_index_contains('trust_dead_k', 5000::int8);
+SELECT bloom_index_contains('trust_dead_k', 5000::int8) AS skipped_row,
+       bloom_index_contains('trust_dead_k', -1::int8) AS absent;
+SELECT amqfilter_index_candidates('trust_dead_k', -1::int8);
+-- a not-ready index's pages are not read (a build may be writing them):
+-- every lookup is "maybe", a rate of 1, and NULL for what the pages tell
+SELECT bytes > 0 AS has_bytes, generations, entries, false_positive_rate,
+       target_false_positive_rate, saturated
+  FROM amqfilter_index_info('trust_dead_k');
 UPDATE pg_index SET indisready = true WHERE indexrelid = 'trust_dead_k'::regclass;
-SELECT bloom_index_contains('trust_dead_k', 1::int8);
+SELECT bloom_index_contains('trust_dead_k', -1::int8) AS absent;
+-- ready, its pages are read; it still cannot answer: a rate of 1
+SELECT generations, entries > 0 AS has_entries, false_positive_rate
+  FROM amqfilter_index_info('trust_dead_k');
+-- the value is still checked, and the caller's privileges
+SELECT bloom_index_contains('trust_dead_k', 'x'::text);
+CREATE ROLE trust_nobody;
+SET ROLE trust_nobody;
+SELECT bloom_index_contains('trust_dead_k', -1::int8);
+RESET ROLE;
+DROP ROLE trust_nobody;
 REINDEX INDEX trust_dead_k;
-SELECT bloom_index_contains('trust_dead_k', 5000::int8);
+SELECT bloom_index_contains('trust_dead_k', 5000::int8) AS skipped_row,
+       bloom_index_contains('trust_dead_k', -1::int8) AS absent;
+SELECT false_positive_rate < 0.05 AS answers FROM amqfilter_index_info('trust_dead_k');
+-- An index that is gone (a statement named it, then it was dropped, as
+-- REINDEX CONCURRENTLY drops the index it replaced) rules nothing out
+-- either, and has no row; amqfilter_index_candidates has no table to name.
+-- What is not an amqfilter index at all stays an error.
+CREATE INDEX trust_gone ON trust_dead USING amqfilter (k);
+SELECT 'trust_gone'::regclass::oid AS gone \gset
+DROP INDEX trust_gone;
+SELECT bloom_index_contains(:gone::regclass, -1::int8) AS gone;
+SELECT count(*) AS rows FROM amqfilter_index_info(:gone::regclass);
+\set VERBOSITY sqlstate
+SELECT amqfilter_index_candidates(:gone::regclass, -1::int8);
+SELECT amqfilter_index_filter(:gone::regclass);
+\set VERBOSITY default
+CREATE INDEX trust_dead_btree ON trust_dead (k);
+SELECT bloom_index_contains('trust_dead_btree', -1::int8);
+SELECT bloom_index_contains('trust_dead', -1::int8);
 DROP TABLE trust_dead;
 
 -- An index built over a broken HOT chain after this transaction's snapshot
@@ -204,10 +242,14 @@ SELECT v FROM trust_hot;
 SELECT pg_temp.elsewhere('UPDATE trust_hot SET v = 200');
 SELECT pg_temp.elsewhere('CREATE INDEX trust_hot_v ON trust_hot USING amqfilter (v)');
 SELECT v FROM trust_hot;
-SELECT bloom_index_contains('trust_hot_v', 100::int8);
+SELECT bloom_index_contains('trust_hot_v', 100::int8) AS old_value,
+       bloom_index_contains('trust_hot_v', -1::int8) AS absent;
+SELECT amqfilter_index_candidates('trust_hot_v', -1::int8);
+SELECT false_positive_rate FROM amqfilter_index_info('trust_hot_v');
 ROLLBACK;
 SELECT indcheckxmin FROM pg_index WHERE indexrelid = 'trust_hot_v'::regclass;
 SELECT bloom_index_contains('trust_hot_v', 200::int8);
+SELECT bloom_index_contains('trust_hot_v', -1::int8) AS absent;
 DROP TABLE trust_hot;
 DROP EXTENSION dblink;
 

@@ -17,7 +17,15 @@
 #      inserts: after recovery, every row is found through the index;
 #   3. concurrent writers and readers (pgbench, four clients): each transaction
 #      inserts a new key and finds it through the index, and finds a key that
-#      another client committed earlier; no lookup ever misses.
+#      another client committed earlier; no lookup ever misses;
+#   4. REINDEX INDEX CONCURRENTLY under readers: four pgbench clients (two
+#      sending plain queries, two prepared statements) ask bloom_index_contains
+#      of a table's index, amqfilter_index_candidates of a partitioned
+#      table's, and amqfilter_index_info of both, while both indexes are
+#      reindexed concurrently 20 times; a statement that named an index just
+#      before a swap calls with the retired index's OID (not valid, dead, or
+#      dropped), and gets "maybe", never an error and never a "no" for a key
+#      the table holds.
 #
 # It prints PASS or FAIL per check and exits non-zero when any check failed.
 set -euo pipefail
@@ -161,6 +169,66 @@ if [ "$missed" = 0 ]; then
 	pass "concurrency: every key of c in the index afterwards ($gens generations)"
 else
 	fail "concurrency: every key of c in the index afterwards ($missed missed)"
+fi
+
+# REINDEX CONCURRENTLY under readers: each transaction fails (division by
+# zero) on a "no" for a key the table holds, and aborts its client on an error
+q -c "CREATE TABLE ct (id bigserial PRIMARY KEY, k int8 NOT NULL);
+	INSERT INTO ct (k) SELECT g FROM generate_series(1, 20000) g;
+	CREATE INDEX ct_k ON ct USING amqfilter (k);
+	CREATE TABLE ctp (k int8 NOT NULL) PARTITION BY RANGE (k);
+	CREATE TABLE ctp_0 PARTITION OF ctp FOR VALUES FROM (1) TO (5001);
+	CREATE TABLE ctp_1 PARTITION OF ctp FOR VALUES FROM (5001) TO (10001);
+	CREATE TABLE ctp_2 PARTITION OF ctp FOR VALUES FROM (10001) TO (15001);
+	CREATE TABLE ctp_3 PARTITION OF ctp FOR VALUES FROM (15001) TO (20001);
+	INSERT INTO ctp SELECT g FROM generate_series(1, 20000) g;
+	CREATE INDEX ctp_k ON ctp USING amqfilter (k);"
+script=$PRIMARY_DIR/reindex_readers.sql
+{
+	echo '\set k random(1, 19500)'
+	# 500 calls a statement: a swap commits between two of them
+	echo "SELECT 1 / bool_and(bloom_index_contains('ct_k', g::int8))::int
+		FROM generate_series(:k, :k + 499) g;"
+	echo "SELECT 1 / count(*)::int FROM amqfilter_index_candidates('ctp_k', :k::int8) c
+		WHERE c = ('ctp_' || (:k::int8 - 1) / 5000)::regclass;"
+	echo "SELECT count(*) FROM amqfilter_index_info('ct_k');"
+	echo "SELECT count(*) FROM amqfilter_index_info('ctp_k');"
+} >"$script"
+"$PG_BIN/pgbench" -n -c 2 -j 1 -T 15 -M simple -f "$script" >"$PRIMARY_DIR/reindex_simple.log" 2>&1 &
+simple_pid=$!
+"$PG_BIN/pgbench" -n -c 2 -j 1 -T 15 -M prepared -f "$script" >"$PRIMARY_DIR/reindex_prepared.log" 2>&1 &
+prepared_pid=$!
+sleep 1
+reindexed=0 overlapped=0
+for ((i = 0; i < 20; i++)); do
+	if [ $((i % 2)) = 0 ]; then index=ct_k; else index=ctp_k; fi
+	timeout 60 "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -c "REINDEX INDEX CONCURRENTLY $index" \
+		|| break
+	reindexed=$((reindexed + 1))
+	if kill -0 "$simple_pid" 2>/dev/null && kill -0 "$prepared_pid" 2>/dev/null; then
+		overlapped=$((overlapped + 1))
+	fi
+done
+status=0
+wait "$simple_pid" || status=$?
+wait "$prepared_pid" || status=$?
+txns=$(cat "$PRIMARY_DIR/reindex_simple.log" "$PRIMARY_DIR/reindex_prepared.log" \
+	| sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' \
+	| awk '{ n += $1 } END { print n + 0 }')
+if [ "$status" = 0 ] && [ "$reindexed" = 20 ] && [ "$overlapped" = 20 ] \
+	&& ! grep -q 'ERROR\|aborted' "$PRIMARY_DIR/reindex_simple.log" "$PRIMARY_DIR/reindex_prepared.log"; then
+	pass "REINDEX CONCURRENTLY: 20 of two indexes under four readers, $txns transactions, none failed"
+else
+	fail "REINDEX CONCURRENTLY: $reindexed of 20 done, $overlapped while the readers ran, pgbench exit $status"
+	grep -h 'ERROR\|aborted' "$PRIMARY_DIR/reindex_simple.log" "$PRIMARY_DIR/reindex_prepared.log" | head -n 10
+fi
+left=$(q -c "SELECT count(*) FROM pg_index WHERE NOT indisvalid")
+missed=$(q -c "SELECT (SELECT count(*) FROM ct WHERE NOT bloom_index_contains('ct_k', k))
+	+ (SELECT count(*) FROM ctp WHERE tableoid NOT IN (SELECT amqfilter_index_candidates('ctp_k', k)))")
+if [ "$left" = 0 ] && [ "$missed" = 0 ]; then
+	pass "REINDEX CONCURRENTLY: no index left invalid, every key found in the rebuilt indexes"
+else
+	fail "REINDEX CONCURRENTLY: $left indexes left invalid, $missed keys missed"
 fi
 
 [ "$FAILURES" -eq 0 ] || grep -h -B2 -A5 'FATAL\|PANIC\|inconsistent' \

@@ -12,8 +12,9 @@
 # the dump/restore and COPY round trips (test/roundtrip.sh), the in-place
 # upgrade from every older version (test/upgrade.sh), the filter index on a
 # logical replication subscriber (test/replication.sh),
-# the filter index through a streaming standby, a crash and concurrent writers
-# (test/index_wal.sh), corrupted index pages (test/index_corrupt.sh),
+# the filter index through a streaming standby, a crash, concurrent writers
+# and REINDEX CONCURRENTLY under readers (test/index_wal.sh), corrupted index
+# pages (test/index_corrupt.sh),
 # filters across restores and schema moves
 # (test/identity.sh), filters across a coordinator and two shards through
 # postgres_fdw (test/sharded.sh), the pg_regress suite again against an

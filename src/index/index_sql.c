@@ -8,12 +8,16 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/transam.h"
 #include "access/table.h"
 #include "catalog/index.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_range.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
@@ -26,12 +30,16 @@
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "glue/amqfilter.h"
 #include "index/filter_index.h"
@@ -40,30 +48,68 @@ PG_FUNCTION_INFO_V1(amqfilter_index_info);
 PG_FUNCTION_INFO_V1(amqfilter_index_candidates);
 PG_FUNCTION_INFO_V1(bloom_index_contains);
 
-/* Opens an index, its table locked first, as a query of the table locks. */
+/*
+ * Opens an index, its table locked first, as a query of the table locks,
+ * and sets *heapoid to its table.  NULL for an index that is gone: an OID
+ * that names no relation (*heapoid invalid), or an index dropped before its
+ * lock was granted (*heapoid its table).  A statement that named an
+ * index before a REINDEX CONCURRENTLY swapped it for its rebuilt copy still
+ * holds the retired index's OID, and the REINDEX drops that index without
+ * waiting for a statement that has not locked the table yet: each function
+ * answers for a gone index as it can.  An OID of a relation that is not an
+ * index is an error.
+ */
 static Relation
-open_any_index(Oid indexoid)
+try_open_any_index(Oid indexoid, Oid *heapoid)
 {
-	Oid			heapoid = IndexGetRelation(indexoid, true);
+	Relation	index;
 
-	if (!OidIsValid(heapoid))
+	*heapoid = IndexGetRelation(indexoid, true);
+	if (!OidIsValid(*heapoid))
+	{
+		char	   *name = get_rel_name(indexoid);
+
+		if (name != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("\"%s\" is not an index", name)));
+		return NULL;
+	}
+	LockRelationOid(*heapoid, AccessShareLock);
+	index = try_relation_open(indexoid, AccessShareLock);
+	if (index != NULL &&
+		index->rd_rel->relkind != RELKIND_INDEX &&
+		index->rd_rel->relkind != RELKIND_PARTITIONED_INDEX)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an index", get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
-	LockRelationOid(heapoid, AccessShareLock);
-	return index_open(indexoid, AccessShareLock);
+				 errmsg("\"%s\" is not an index", RelationGetRelationName(index))));
+	return index;
+}
+
+/* The error of a function that cannot answer for an index that is gone. */
+static void
+report_gone(Oid indexoid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("index with OID %u does not exist", indexoid),
+			 errdetail("It was dropped, or replaced by REINDEX CONCURRENTLY, after the statement named it.")));
 }
 
 /*
  * Opens an amqfilter index for a SQL function (the checks that the caller
  * may learn from it what it summarizes, every value of the column, are
- * open_index_checked's).  Locked AccessShareLock.
+ * check_may_read's).  Locked AccessShareLock.  NULL for an index that is
+ * gone, as try_open_any_index.
  */
 static Relation
-open_index(Oid indexoid, const char *fname)
+open_index(Oid indexoid, const char *fname, Oid *heapoid)
 {
-	Relation	index = open_any_index(indexoid);
+	Oid			heap;
+	Relation	index = try_open_any_index(indexoid, heapoid ? heapoid : &heap);
 
+	if (index == NULL)
+		return NULL;
 	if (index->rd_rel->relkind == RELKIND_PARTITIONED_INDEX &&
 		index->rd_rel->relam == get_index_am_oid("amqfilter", false))
 		ereport(ERROR,
@@ -82,13 +128,16 @@ open_index(Oid indexoid, const char *fname)
 
 /*
  * The index of a partitioned table, created USING amqfilter, with its table
- * locked first, as open_index.
+ * locked first, as open_index; NULL if it is gone.
  */
 static Relation
 open_partitioned_index(Oid indexoid, const char *fname)
 {
-	Relation	index = open_any_index(indexoid);
+	Oid			heapoid;
+	Relation	index = try_open_any_index(indexoid, &heapoid);
 
+	if (index == NULL)
+		return NULL;
 	if (index->rd_rel->relkind != RELKIND_PARTITIONED_INDEX ||
 		index->rd_rel->relam != get_index_am_oid("amqfilter", false))
 		ereport(ERROR,
@@ -123,44 +172,21 @@ check_may_read(Relation index, const char *fname)
 }
 
 /*
- * Errors unless the index holds every row the caller's snapshot sees, as
- * the planner requires of an index it uses: valid and ready (not one whose
- * build, or whose DROP INDEX CONCURRENTLY, did not finish: inserts may have
- * skipped it), and, if built over broken HOT chains (indcheckxmin), built
- * before every transaction this snapshot may not see.  An index that is not
- * may hold a row's new version only, where the caller sees the old one:
- * its "no" would be false.
+ * An index answers for the caller only if it holds every row the caller's
+ * snapshot sees, as the planner requires of an index it uses
+ * (amq_index_usable): valid, ready and live, and, if built over broken HOT
+ * chains (indcheckxmin), built before every transaction the snapshot may
+ * not see.  One that is not may miss rows (a build, or a DROP INDEX
+ * CONCURRENTLY, that did not finish: inserts may have skipped it), or hold
+ * a row's new version only where the caller sees the old one: its "no"
+ * could be false.  So it answers "maybe", as a filter always may, and so
+ * does an index that is gone (try_open_any_index): the one a REINDEX
+ * CONCURRENTLY retires goes from valid to not valid, to not ready and
+ * dead, to dropped, while statements that named it before the swap still
+ * call with its OID; a query through a btree keeps running, and so does a
+ * query through these functions.  What is not an amqfilter index at all (a
+ * table, a btree) stays an error.
  */
-static void
-check_usable(Relation index)
-{
-	Form_pg_index ix = index->rd_index;
-
-	if (!ix->indisvalid || !ix->indisready || !ix->indislive)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("index \"%s\" is not valid", RelationGetRelationName(index)),
-				 errdetail("Its build, or a DROP INDEX CONCURRENTLY, did not finish: it may miss rows."),
-				 errhint("REINDEX it, or drop it.")));
-	if (ix->indcheckxmin &&
-		!TransactionIdPrecedes(HeapTupleHeaderGetXmin(index->rd_indextuple->t_data),
-							   TransactionXmin))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("index \"%s\" is too new for this transaction's snapshot",
-						RelationGetRelationName(index)),
-				 errdetail("It was built after this snapshot was taken, over rows whose older versions the snapshot may see and the index does not hold."),
-				 errhint("Ask in a later transaction.")));
-}
-
-static Relation
-open_index_checked(Oid indexoid, const char *fname)
-{
-	Relation	index = open_index(indexoid, fname);
-
-	check_may_read(index, fname);
-	return index;
-}
 
 /*
  * Errors unless a value of type under collation can be looked up in the
@@ -220,9 +246,10 @@ value_hasher(AmqIndexHasher *hasher, Relation index, Oid type, Oid collation,
 
 /*
  * bloom_index_contains(index regclass, value anyelement) -> boolean: false
- * if the index rules the value out of its column, true ("maybe") if not.
- * NULL for a NULL value.  The key guard of plain SQL: as cheap as a probe
- * of a stored filter, and kept current by PostgreSQL.
+ * if the index rules the value out of its column, true ("maybe") if not,
+ * or if the index cannot answer for the caller or is gone (above).  NULL for
+ * a NULL value.  The key guard of plain SQL: as cheap as a probe of a
+ * stored filter, and kept current by PostgreSQL.
  */
 /*
  * What bloom_index_contains looks up once per call site: how values of the
@@ -249,7 +276,9 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 	AmqIndexMeta meta;
 	bool		maybe;
 
-	index = open_index(indexoid, "bloom_index_contains");
+	index = open_index(indexoid, "bloom_index_contains", NULL);
+	if (index == NULL)
+		PG_RETURN_BOOL(true);	/* gone: nothing rules the value out */
 	if (cache == NULL)
 		cache = fcinfo->flinfo->fn_extra =
 			MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ContainsCache));
@@ -260,19 +289,22 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 		cache->indexoid = indexoid;
 		cache->userid = GetUserId();
 	}
-	/* the index's state can change between calls: checked on every one */
-	check_usable(index);
 	if (!cache->have_hasher || cache->type != type)
 	{
 		value_hasher(&cache->hasher, index, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
 		cache->type = type;
 		cache->have_hasher = true;
 	}
-	amq_index_flush(indexoid);
-	amq_index_read_meta(index, &meta);
-	maybe = amq_index_may_contain(index, &meta,
-								  amq_index_hash(&cache->hasher, meta.seed,
-												 PG_GETARG_DATUM(1)));
+	/* the index's state can change between calls: asked on every one */
+	maybe = true;
+	if (amq_index_usable(index))
+	{
+		amq_index_flush(indexoid);
+		amq_index_read_meta(index, &meta);
+		maybe = amq_index_may_contain(index, &meta,
+									  amq_index_hash(&cache->hasher, meta.seed,
+													 PG_GETARG_DATUM(1)));
+	}
 	index_close(index, AccessShareLock);
 	PG_RETURN_BOOL(maybe);
 }
@@ -290,6 +322,13 @@ bloom_index_contains(PG_FUNCTION_ARGS)
  * probe of it misses), against the target, the entries the build made, and
  * whether the index filled up without growing (AMQ_INDEX_SATURATED, or a
  * page out of room).  Reads every page, and checks each whole.
+ *
+ * An index that cannot answer for the caller (above) has a rate of 1:
+ * every lookup is "maybe".  One that is not ready (its build has not
+ * finished, or it is dead, being dropped) is not read: its pages may be
+ * half written, or none; its row has its bytes, that rate and its target,
+ * and NULL for what its pages would tell.  An index that is gone has no
+ * row.
  *
  * The index of a partitioned table: a row for each partition's index, and
  * a total (partition_index NULL): sums, the largest generations, and as
@@ -323,14 +362,35 @@ index_info_row(Relation index, Datum *out, bool *nulls, InfoTotal *total)
 	uint64		entries = 0;
 	uint64		everywhere = 0;
 	double		miss = 1.0;
+	double		rate;
 	bool		saturated;
 	Relation	heap;
 	BlockNumber heap_blocks;
 	const AmqIndexGen *newest;
 	uint32		i;
 	int64		ranges;
+	int64		bytes = (int64) RelationGetNumberOfBlocks(index) * BLCKSZ;
 
 	memset(nulls, 0, sizeof(bool) * INFO_COLUMNS);
+	out[0] = Int64GetDatum(bytes);
+	out[10] = ObjectIdGetDatum(RelationGetRelid(index));
+	total->bytes += bytes;
+	if (!index->rd_index->indisready)
+	{
+		double		p = amq_index_option_fpr(index);
+
+		for (i = 1; i <= 9; i++)
+			nulls[i] = true;
+		nulls[6] = nulls[7] = false;
+		out[6] = Float8GetDatum(1.0);
+		out[7] = Float8GetDatum(p);
+		total->rate += 1.0;
+		total->target += p;
+		total->target_min = total->n == 0 ? p : Min(total->target_min, p);
+		total->target_max = total->n == 0 ? p : Max(total->target_max, p);
+		total->n++;
+		return;
+	}
 	amq_index_flush(RelationGetRelid(index));
 	amq_index_read_meta(index, &meta);
 	amq_index_geometry(&meta, &geom);
@@ -369,29 +429,28 @@ index_info_row(Relation index, Datum *out, bool *nulls, InfoTotal *total)
 		}
 		miss *= 1.0 - gen_rate / g->npages;
 	}
+	/* an index that cannot answer for the caller says "maybe" to everything */
+	rate = amq_index_usable(index) ? 1.0 - miss : 1.0;
 	newest = &meta.gens[meta.ngens - 1];
 	heap = table_open(index->rd_index->indrelid, AccessShareLock);
 	heap_blocks = RelationGetNumberOfBlocks(heap);
 	table_close(heap, AccessShareLock);
 	ranges = (int64) ((heap_blocks + newest->pages_per_range - 1) / newest->pages_per_range);
-	out[0] = Int64GetDatum((int64) RelationGetNumberOfBlocks(index) * BLCKSZ);
 	out[1] = Int32GetDatum((int32) meta.ngens);
 	out[2] = Int64GetDatum((int64) entries);
 	out[3] = Int64GetDatum((int64) everywhere);
 	out[4] = Int32GetDatum((int32) newest->pages_per_range);
 	out[5] = Int64GetDatum(ranges);
-	out[6] = Float8GetDatum(1.0 - miss);
+	out[6] = Float8GetDatum(rate);
 	out[7] = Float8GetDatum(meta.p);
 	out[8] = Int64GetDatum((int64) meta.build_entries);
 	out[9] = BoolGetDatum(saturated);
-	out[10] = ObjectIdGetDatum(RelationGetRelid(index));
 
-	total->bytes += (int64) RelationGetNumberOfBlocks(index) * BLCKSZ;
 	total->generations = Max(total->generations, (int32) meta.ngens);
 	total->entries += (int64) entries;
 	total->everywhere += (int64) everywhere;
 	total->ranges += ranges;
-	total->rate += 1.0 - miss;
+	total->rate += rate;
 	total->target += meta.p;
 	total->target_min = total->n == 0 ? meta.p : Min(total->target_min, meta.p);
 	total->target_max = total->n == 0 ? meta.p : Max(total->target_max, meta.p);
@@ -400,46 +459,65 @@ index_info_row(Relation index, Datum *out, bool *nulls, InfoTotal *total)
 	total->n++;
 }
 
+/*
+ * Locks every partition of a partitioned table, as a query of it does,
+ * before its index's partitions are listed: a REINDEX CONCURRENTLY then
+ * waits for this transaction before it drops a partition's index listed.
+ */
+static void
+lock_partitions(Relation partitioned_index)
+{
+	(void) find_all_inheritors(partitioned_index->rd_index->indrelid,
+							   AccessShareLock, NULL);
+}
+
 Datum
 amqfilter_index_info(PG_FUNCTION_ARGS)
 {
+	const char *fname = "amqfilter_index_info";
 	Oid			indexoid = PG_GETARG_OID(0);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Datum		out[INFO_COLUMNS];
 	bool		nulls[INFO_COLUMNS];
 	InfoTotal	total;
 	Relation	index;
+	List	   *children;
+	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
 	memset(&total, 0, sizeof(total));
 	if (get_rel_relkind(indexoid) != RELKIND_PARTITIONED_INDEX)
 	{
-		index = open_index_checked(indexoid, "amqfilter_index_info");
+		index = open_index(indexoid, fname, NULL);
+		if (index == NULL)
+			PG_RETURN_NULL();	/* gone: no row */
+		check_may_read(index, fname);
 		index_info_row(index, out, nulls, &total);
 		index_close(index, AccessShareLock);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
 		PG_RETURN_NULL();
 	}
 
-	index = open_partitioned_index(indexoid, "amqfilter_index_info");
-	check_may_read(index, "amqfilter_index_info");
+	index = open_partitioned_index(indexoid, fname);
+	if (index == NULL)
+		PG_RETURN_NULL();
+	check_may_read(index, fname);
+	lock_partitions(index);
+	children = find_all_inheritors(indexoid, NoLock, NULL);
+	foreach(lc, children)
 	{
-		List	   *children = find_all_inheritors(indexoid, NoLock, NULL);
-		ListCell   *lc;
+		Oid			child = lfirst_oid(lc);
+		Relation	part;
 
-		foreach(lc, children)
-		{
-			Oid			child = lfirst_oid(lc);
-			Relation	part;
-
-			if (get_rel_relkind(child) != RELKIND_INDEX)
-				continue;
-			/* the partitioned table's privileges were checked */
-			part = open_index(child, "amqfilter_index_info");
-			index_info_row(part, out, nulls, &total);
-			index_close(part, AccessShareLock);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
-		}
+		if (get_rel_relkind(child) != RELKIND_INDEX)
+			continue;
+		/* the partitioned table's privileges were checked */
+		part = open_index(child, fname, NULL);
+		if (part == NULL)
+			continue;
+		index_info_row(part, out, nulls, &total);
+		index_close(part, AccessShareLock);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
 	}
 	memset(nulls, 0, sizeof(nulls));
 	out[0] = Int64GetDatum(total.bytes);
@@ -462,15 +540,47 @@ amqfilter_index_info(PG_FUNCTION_ARGS)
 }
 
 /*
+ * False if the index (of a table, or of one partition) rules the value out;
+ * true if it may hold it, or cannot answer for the caller (above).  An
+ * error for a value it cannot look up.  index is open.
+ */
+static bool
+index_may_hold(Relation index, Oid type, Oid collation, Datum value)
+{
+	AmqIndexHasher hasher;
+	AmqIndexMeta meta;
+
+	value_hasher(&hasher, index, type, collation, CurrentMemoryContext);
+	if (!amq_index_usable(index))
+		return true;
+	amq_index_flush(RelationGetRelid(index));
+	amq_index_read_meta(index, &meta);
+	return amq_index_may_contain(index, &meta, amq_index_hash(&hasher, meta.seed, value));
+}
+
+/* A partition that has an index in the partitioned index, and that index. */
+typedef struct CoveredPartition
+{
+	Oid			table;			/* the key */
+	Oid			index;
+} CoveredPartition;
+
+/*
  * amqfilter_index_candidates(index regclass, value anyelement) -> SETOF regclass
  *
- * The tables whose amqfilter index may hold value: for the index of a
- * partitioned table, each partition whose index does not rule it out, in
- * the order of their indexes' creation; for an index of one table, that
- * table or none.  A partition whose index cannot answer for the caller's
- * snapshot (invalid, not ready, too new) is named: a candidate is never
- * left out.  The privileges are bloom_index_contains', the partitioned
- * table's for a partitioned index.
+ * The tables whose rows may hold value, as far as the amqfilter index can
+ * tell.  For the index of a partitioned table, every partition that holds
+ * rows (not a partitioned one) and that its index does not rule out, in
+ * the order PostgreSQL lists the partitions (level by level, oldest
+ * first): one without an index in the partitioned index (a foreign table,
+ * or one whose index is missing or not attached, where the index was made
+ * ON ONLY the partitioned table) is named, and so is one whose index
+ * cannot answer for the caller or is gone (above): a candidate is never
+ * left out.  For an index of one table, that table or none; the table if
+ * its index cannot answer or was dropped before the call could lock it.
+ * An index that is gone before the call could find its table is an error:
+ * there is no table to name.  The privileges are bloom_index_contains',
+ * the partitioned table's for a partitioned index.
  */
 Datum
 amqfilter_index_candidates(PG_FUNCTION_ARGS)
@@ -478,72 +588,332 @@ amqfilter_index_candidates(PG_FUNCTION_ARGS)
 	const char *fname = "amqfilter_index_candidates";
 	Oid			indexoid = PG_GETARG_OID(0);
 	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	Oid			collation = PG_GET_COLLATION();
 	Datum		value = PG_GETARG_DATUM(1);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	List	   *indexes;
+	bool		isnull = false;
+	Datum		out;
 	Relation	top;
+	List	   *partitions;
+	HASHCTL		ctl;
+	HTAB	   *covered;
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	if (get_rel_relkind(indexoid) == RELKIND_PARTITIONED_INDEX)
+	if (get_rel_relkind(indexoid) != RELKIND_PARTITIONED_INDEX)
 	{
-		top = open_partitioned_index(indexoid, fname);
-		check_may_read(top, fname);
-		indexes = find_all_inheritors(indexoid, NoLock, NULL);
+		Oid			heapoid;
+		Relation	index = open_index(indexoid, fname, &heapoid);
+		bool		maybe = true;
+
+		if (index == NULL && !OidIsValid(heapoid))
+			report_gone(indexoid);
+		if (index != NULL)
+		{
+			check_may_read(index, fname);
+			maybe = index_may_hold(index, type, collation, value);
+			index_close(index, AccessShareLock);
+		}
+		out = ObjectIdGetDatum(heapoid);
+		if (maybe)
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &out, &isnull);
+		PG_RETURN_NULL();
 	}
-	else
-	{
-		top = open_index_checked(indexoid, fname);
-		indexes = list_make1_oid(indexoid);
-	}
-	foreach(lc, indexes)
+
+	top = open_partitioned_index(indexoid, fname);
+	if (top == NULL)
+		report_gone(indexoid);
+	check_may_read(top, fname);
+	partitions = find_all_inheritors(top->rd_index->indrelid, AccessShareLock, NULL);
+
+	/* the partitions the index covers, with their indexes */
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(CoveredPartition);
+	ctl.hcxt = CurrentMemoryContext;
+	covered = hash_create("amqfilter_index_candidates", Max(list_length(partitions), 16),
+						  &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	foreach(lc, find_all_inheritors(indexoid, NoLock, NULL))
 	{
 		Oid			child = lfirst_oid(lc);
-		Relation	index;
-		AmqIndexHasher hasher;
-		bool		maybe = true;
-		Datum		out;
-		bool		isnull = false;
+		Oid			table;
+		CoveredPartition *entry;
 
-		CHECK_FOR_INTERRUPTS();
 		if (get_rel_relkind(child) != RELKIND_INDEX)
 			continue;
-		index = child == indexoid ? top : open_index(child, fname);
-		value_hasher(&hasher, index, type, PG_GET_COLLATION(), CurrentMemoryContext);
-		if (amq_index_usable(index))
-		{
-			AmqIndexMeta meta;
+		table = IndexGetRelation(child, true);
+		if (!OidIsValid(table))
+			continue;			/* gone: its partition is named below */
+		entry = hash_search(covered, &table, HASH_ENTER, NULL);
+		entry->index = child;
+	}
 
-			amq_index_flush(child);
-			amq_index_read_meta(index, &meta);
-			maybe = amq_index_may_contain(index, &meta,
-										  amq_index_hash(&hasher, meta.seed, value));
+	foreach(lc, partitions)
+	{
+		Oid			part = lfirst_oid(lc);
+		CoveredPartition *entry;
+		bool		maybe = true;
+
+		CHECK_FOR_INTERRUPTS();
+		/* a partitioned table holds no rows of its own */
+		if (get_rel_relkind(part) == RELKIND_PARTITIONED_TABLE)
+			continue;
+		entry = hash_search(covered, &part, HASH_FIND, NULL);
+		if (entry != NULL)
+		{
+			/* the partitioned table's privileges were checked */
+			Relation	index = open_index(entry->index, fname, NULL);
+
+			if (index != NULL)
+			{
+				maybe = index_may_hold(index, type, collation, value);
+				index_close(index, AccessShareLock);
+			}
 		}
-		out = ObjectIdGetDatum(index->rd_index->indrelid);
-		if (index != top)
-			index_close(index, AccessShareLock);
+		out = ObjectIdGetDatum(part);
 		if (maybe)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &out, &isnull);
 	}
+	hash_destroy(covered);
 	index_close(top, AccessShareLock);
 	PG_RETURN_NULL();
 }
 
-/* True for a function that is not built into PostgreSQL. */
+/*
+ * What reading an index's expression and predicate may run that is not
+ * built into PostgreSQL, walked: the functions a node calls (a function, an
+ * operator's, a cast's, a type's input and output functions of a cast
+ * through text: check_functions_in_node), and what runs besides:
+ *
+ *	- a domain's CHECK constraints, where a value is cast to it
+ *	  (CoerceToDomain), and those of its base domains;
+ *	- a type's input function and, inside it, those of the types it is made
+ *	  of (an array's element, a composite's columns, a range's subtype, a
+ *	  domain's base, and the domain's constraints, which its input checks),
+ *	  where a cast through text reads a value in; likewise the output
+ *	  functions where it writes one out;
+ *	- the same input, for a constant: the query names it as a literal,
+ *	  which is read in again ('(5)'::t runs the CHECK of a domain column of
+ *	  t);
+ *	- the comparison function GREATEST and LEAST call, and a type's
+ *	  subscripting.
+ *
+ * The walk records the first function found and the outermost domain whose
+ * constraint led to it, for the error.
+ */
+typedef struct OwnerCodeWalk
+{
+	bool		literals;		/* constants are read in again */
+	List	   *domains;		/* domains whose constraints are being walked */
+	Oid			func;			/* the function found */
+	Oid			domain;			/* the domain whose constraint calls it */
+} OwnerCodeWalk;
+
+static bool runs_not_builtin(Node *node, void *context);
+
+/* True for a function that is not built into PostgreSQL; recorded. */
 static bool
 not_builtin(Oid func, void *context)
 {
-	return func >= FirstNormalObjectId;
+	OwnerCodeWalk *walk = (OwnerCodeWalk *) context;
+
+	if (func < FirstNormalObjectId)
+		return false;
+	if (!OidIsValid(walk->func))
+		walk->func = func;
+	return true;
+}
+
+/* True if a domain's own CHECK constraints run code not built in. */
+static bool
+domain_checks_not_builtin(Oid domain, OwnerCodeWalk *walk)
+{
+	Relation	conrel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	List	   *checks = NIL;
+	ListCell   *lc;
+	bool		found = false;
+	bool		literals = walk->literals;
+
+	/* a constraint that casts to its own domain is being walked already */
+	if (list_member_oid(walk->domains, domain))
+		return false;
+	conrel = table_open(ConstraintRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_constraint_contypid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(domain));
+	scan = systable_beginscan(conrel, ConstraintTypidIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		bin;
+
+		if (((Form_pg_constraint) GETSTRUCT(tuple))->contype != CONSTRAINT_CHECK)
+			continue;
+		bin = SysCacheGetAttr(CONSTROID, tuple, Anum_pg_constraint_conbin, &isnull);
+		if (!isnull)
+			checks = lappend(checks, stringToNode(TextDatumGetCString(bin)));
+	}
+	systable_endscan(scan);
+	table_close(conrel, AccessShareLock);
+
+	/* a constraint's constants are values, not read in again */
+	walk->literals = false;
+	walk->domains = lappend_oid(walk->domains, domain);
+	foreach(lc, checks)
+		if (runs_not_builtin(lfirst(lc), walk))
+		{
+			found = true;
+			break;
+		}
+	walk->domains = list_delete_last(walk->domains);
+	walk->literals = literals;
+	if (found)
+		walk->domain = domain;	/* the outermost, once the walk returns */
+	return found;
+}
+
+/* True if a cast to a domain runs code not built in: its constraints, its bases'. */
+static bool
+domain_runs_not_builtin(Oid type, OwnerCodeWalk *walk)
+{
+	while (get_typtype(type) == TYPTYPE_DOMAIN)
+	{
+		HeapTuple	tuple;
+
+		if (domain_checks_not_builtin(type, walk))
+			return true;
+		tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for type %u", type);
+		type = ((Form_pg_type) GETSTRUCT(tuple))->typbasetype;
+		ReleaseSysCache(tuple);
+	}
+	return false;
+}
+
+/*
+ * True if reading a value of type in (input) or writing one out runs code
+ * not built in: the type's functions, and those of the types it is made
+ * of; in, the CHECK constraints of the domains among them too.
+ */
+static bool
+type_runs_not_builtin(Oid type, bool input, OwnerCodeWalk *walk)
+{
+	HeapTuple	tuple;
+	Form_pg_type t;
+	Oid			parts[2] = {InvalidOid, InvalidOid};
+	bool		found = false;
+	int			i;
+
+	check_stack_depth();
+	tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for type %u", type);
+	t = (Form_pg_type) GETSTRUCT(tuple);
+	if (input ? not_builtin(t->typinput, walk) || not_builtin(t->typreceive, walk)
+		: not_builtin(t->typoutput, walk) || not_builtin(t->typsend, walk))
+		found = true;
+	else if (t->typtype == TYPTYPE_DOMAIN)
+	{
+		found = input && domain_checks_not_builtin(type, walk);
+		parts[0] = t->typbasetype;
+	}
+	else if (t->typtype == TYPTYPE_RANGE)
+	{
+		HeapTuple	range = SearchSysCache1(RANGETYPE, ObjectIdGetDatum(type));
+
+		if (!HeapTupleIsValid(range))
+			elog(ERROR, "cache lookup failed for range type %u", type);
+		parts[0] = ((Form_pg_range) GETSTRUCT(range))->rngsubtype;
+		found = input && not_builtin(((Form_pg_range) GETSTRUCT(range))->rngcanonical, walk);
+		ReleaseSysCache(range);
+	}
+#if PG_VERSION_NUM >= 140000
+	else if (t->typtype == TYPTYPE_MULTIRANGE)
+		parts[0] = get_multirange_range(type);
+#endif
+	else if (t->typtype != TYPTYPE_COMPOSITE)
+		parts[0] = t->typelem;	/* an array's element (InvalidOid if none) */
+	ReleaseSysCache(tuple);
+
+	for (i = 0; !found && i < lengthof(parts) && OidIsValid(parts[i]); i++)
+		found = type_runs_not_builtin(parts[i], input, walk);
+	if (!found && get_typtype(type) == TYPTYPE_COMPOSITE)
+	{
+		TupleDesc	desc = lookup_rowtype_tupdesc(type, -1);
+
+		for (i = 0; !found && i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped)
+				found = type_runs_not_builtin(TupleDescAttr(desc, i)->atttypid, input, walk);
+		ReleaseTupleDesc(desc);
+	}
+	return found;
 }
 
 static bool
-calls_not_builtin(Node *node, void *context)
+runs_not_builtin(Node *node, void *context)
 {
+	OwnerCodeWalk *walk = (OwnerCodeWalk *) context;
+
 	if (node == NULL)
 		return false;
-	if (check_functions_in_node(node, not_builtin, context))
+	check_stack_depth();
+	if (check_functions_in_node(node, not_builtin, walk))
 		return true;
-	return expression_tree_walker(node, calls_not_builtin, context);
+	switch (nodeTag(node))
+	{
+		case T_Const:
+			if (walk->literals &&
+				type_runs_not_builtin(((Const *) node)->consttype, true, walk))
+				return true;
+			break;
+		case T_CoerceViaIO:
+			{
+				CoerceViaIO *io = (CoerceViaIO *) node;
+
+				if (type_runs_not_builtin(io->resulttype, true, walk) ||
+					type_runs_not_builtin(exprType((Node *) io->arg), false, walk))
+					return true;
+			}
+			break;
+		case T_CoerceToDomain:
+			if (domain_runs_not_builtin(((CoerceToDomain *) node)->resulttype, walk))
+				return true;
+			break;
+		case T_MinMaxExpr:
+			if (not_builtin(lookup_type_cache(((MinMaxExpr *) node)->minmaxtype,
+											  TYPECACHE_CMP_PROC)->cmp_proc, walk))
+				return true;
+			break;
+#if PG_VERSION_NUM >= 140000
+		case T_SubscriptingRef:
+			if (not_builtin(get_typsubscript(((SubscriptingRef *) node)->refcontainertype,
+											 NULL), walk))
+				return true;
+			break;
+#endif
+		default:
+			break;
+	}
+	return expression_tree_walker(node, runs_not_builtin, walk);
+}
+
+/*
+ * The index's expressions or predicate as pg_index stores them: what the
+ * query is deparsed from.  (The relation cache's copy has been through
+ * constant folding, which leaves out a function of constant arguments that
+ * the query's own folding would run.)
+ */
+static Node *
+stored_expression(Relation index, int attnum)
+{
+	Datum		datum;
+	bool		isnull;
+
+	datum = SysCacheGetAttr(INDEXRELID, index->rd_indextuple, attnum, &isnull);
+	return isnull ? NULL : (Node *) stringToNode(TextDatumGetCString(datum));
 }
 
 /*
@@ -556,10 +926,9 @@ calls_not_builtin(Node *node, void *context)
 static void
 check_runs_no_owner_code(Relation index, const char *fname)
 {
-	List	   *exprs = RelationGetIndexExpressions(index);
-	List	   *pred = RelationGetIndexPredicate(index);
 	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(index->rd_index->indrelid));
 	Oid			owner;
+	OwnerCodeWalk walk;
 
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for relation %u", index->rd_index->indrelid);
@@ -567,13 +936,26 @@ check_runs_no_owner_code(Relation index, const char *fname)
 	ReleaseSysCache(tuple);
 	if (has_privs_of_role(GetUserId(), owner))
 		return;
-	if (calls_not_builtin((Node *) exprs, NULL) || calls_not_builtin((Node *) pred, NULL))
+	memset(&walk, 0, sizeof(walk));
+	walk.literals = true;
+	if (!runs_not_builtin(stored_expression(index, Anum_pg_index_indexprs), &walk) &&
+		!runs_not_builtin(stored_expression(index, Anum_pg_index_indpred), &walk))
+		return;
+	if (OidIsValid(walk.domain))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("%s does not run the functions of index \"%s\" for a role other than its table's owner",
 						fname, RelationGetRelationName(index)),
-				 errdetail("Its expression or predicate calls a function that is not built into PostgreSQL; it would run with the current role's privileges."),
+				 errdetail("Its expression or predicate calls function %s, which is not built into PostgreSQL, through a CHECK constraint of domain %s; it would run with the current role's privileges.",
+						   format_procedure(walk.func), format_type_be(walk.domain)),
 				 errhint("Run it as a role with the privileges of the table's owner, or build the filter with bloom_agg over the table.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("%s does not run the functions of index \"%s\" for a role other than its table's owner",
+					fname, RelationGetRelationName(index)),
+			 errdetail("Its expression or predicate calls function %s, which is not built into PostgreSQL; it would run with the current role's privileges.",
+					   format_procedure(walk.func)),
+			 errhint("Run it as a role with the privileges of the table's owner, or build the filter with bloom_agg over the table.")));
 }
 
 /*
@@ -657,7 +1039,9 @@ amqfilter_index_filter(PG_FUNCTION_ARGS)
 	indexoid = PG_GETARG_OID(0);
 	partitioned = get_rel_relkind(indexoid) == RELKIND_PARTITIONED_INDEX;
 	index = partitioned ? open_partitioned_index(indexoid, fname)
-		: open_index(indexoid, fname);
+		: open_index(indexoid, fname, NULL);
+	if (index == NULL)
+		report_gone(indexoid);
 	heapoid = index->rd_index->indrelid;
 	if (PG_ARGISNULL(1))
 		p = amq_index_option_fpr(index);
