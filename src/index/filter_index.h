@@ -108,6 +108,20 @@
  * (index_scan.c).  Metapages written before it have zeros there.
  */
 #define AMQ_INDEX_KEYS_COUNTED	0x0002
+/*
+ * The metapage holds the least and greatest value of a column whose type
+ * orders as an int64 (integers, date, timestamp(tz)), widened by every
+ * write before its rows can be seen: a value outside them is ruled out
+ * without reading a page, however many keys a probe asks (index_build.c).
+ */
+#define AMQ_INDEX_BOUNDED		0x0004
+
+/* Kinds of values with bounds: one kind compares with itself only. */
+#define AMQ_BOUNDS_NONE			0
+#define AMQ_BOUNDS_INTEGER		1	/* int2, int4, int8: any width with any */
+#define AMQ_BOUNDS_DATE			2
+#define AMQ_BOUNDS_TIMESTAMP	3
+#define AMQ_BOUNDS_TIMESTAMPTZ	4
 
 /* One generation, as the metapage records it. */
 typedef struct AmqIndexGen
@@ -138,6 +152,15 @@ typedef struct AmqIndexMeta
 	/* with AMQ_INDEX_KEYS_COUNTED (zero in older metapages): */
 	uint64		build_keys;		/* distinct hashes the build stored */
 	uint64		build_everywhere;	/* of those, stored as "everywhere" */
+	/*
+	 * With AMQ_INDEX_BOUNDED: every value the index holds lies within
+	 * bound_lo .. bound_hi (lo > hi: it holds none), values of the kind
+	 * bounds_kind (AMQ_BOUNDS_*) read as int64.  Zero in older metapages.
+	 */
+	int64		bound_lo;
+	int64		bound_hi;
+	uint32		bounds_kind;
+	uint32		unused2;		/* zero */
 } AmqIndexMeta;
 
 /* A data page's own header, after the standard page header. */
@@ -187,6 +210,7 @@ typedef struct AmqIndexHasher
 	Oid			collation;		/* the column's */
 	int			int_width;		/* 2, 4 or 8 for an integer, else 0 */
 	bool		name_as_text;
+	int			bounds_kind;	/* of the values it hashes: AMQ_BOUNDS_* */
 } AmqIndexHasher;
 
 /* index_meta.c */
@@ -228,6 +252,9 @@ extern uint64 amq_index_seed(void);
 extern bool amq_index_hasher_init(AmqIndexHasher *hasher, Relation index,
 								  Oid type, MemoryContext cxt);
 extern uint64 amq_index_hash(const AmqIndexHasher *hasher, uint64 seed, Datum value);
+extern int64 amq_index_bounds_value(const AmqIndexHasher *hasher, Datum value);
+extern bool amq_index_out_of_bounds(const AmqIndexMeta *meta, const AmqIndexHasher *hasher,
+									Datum value);
 extern void amq_index_locate(const AmqIndexMeta *meta, const amq_rt_geom *geom,
 							 uint32 gen, uint64 hash, uint32 *page, amq_rt_key *key);
 extern uint32 amq_index_range_of(const amq_rt_geom *geom, const AmqIndexGen *g,

@@ -21,6 +21,7 @@
 
 #include "access/generic_xlog.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "access/xloginsert.h"
 #include "catalog/index.h"
 #include "catalog/pg_operator.h"
@@ -29,12 +30,14 @@
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/date.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "parser/parse_coerce.h"
 #include "catalog/pg_type.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 #include "utils/tuplesort.h"
 
 #include "glue/amqfilter.h"
@@ -126,7 +129,62 @@ amq_index_hasher_init(AmqIndexHasher *hasher, Relation index, Oid type,
 		default:
 			break;
 	}
+	if (hasher->int_width != 0)
+		hasher->bounds_kind = AMQ_BOUNDS_INTEGER;
+	else
+		switch (getBaseType(type))
+		{
+			case DATEOID:
+				hasher->bounds_kind = AMQ_BOUNDS_DATE;
+				break;
+			case TIMESTAMPOID:
+				hasher->bounds_kind = AMQ_BOUNDS_TIMESTAMP;
+				break;
+			case TIMESTAMPTZOID:
+				hasher->bounds_kind = AMQ_BOUNDS_TIMESTAMPTZ;
+				break;
+			default:
+				break;
+		}
 	return true;
+}
+
+/*
+ * A value of a kind with bounds as the int64 that orders as it does: an
+ * integer of any width, a date's days, a time stamp's microseconds
+ * (infinities are their extremes).  hasher->bounds_kind is not NONE.
+ */
+int64
+amq_index_bounds_value(const AmqIndexHasher *hasher, Datum value)
+{
+	switch (hasher->bounds_kind)
+	{
+		case AMQ_BOUNDS_INTEGER:
+			return hasher->int_width == 8 ? DatumGetInt64(value) :
+				hasher->int_width == 4 ? (int64) DatumGetInt32(value) :
+				(int64) DatumGetInt16(value);
+		case AMQ_BOUNDS_DATE:
+			return (int64) DatumGetDateADT(value);
+		default:
+			return DatumGetTimestamp(value);
+	}
+}
+
+/*
+ * True if the index rules the value out by its bounds alone: it has them,
+ * for the value's kind, and the value lies outside.  False when it cannot
+ * say (no bounds, another kind): the pages decide.
+ */
+bool
+amq_index_out_of_bounds(const AmqIndexMeta *meta, const AmqIndexHasher *hasher, Datum value)
+{
+	int64		v;
+
+	if (!(meta->flags & AMQ_INDEX_BOUNDED) || hasher->bounds_kind == AMQ_BOUNDS_NONE ||
+		(uint32) hasher->bounds_kind != meta->bounds_kind)
+		return false;
+	v = amq_index_bounds_value(hasher, value);
+	return v < meta->bound_lo || v > meta->bound_hi;
 }
 
 /* The 64-bit hash of a non-null value under the index's seed. */
@@ -271,6 +329,8 @@ typedef struct BuildState
 	AmqIndexGen gen;			/* pages_per_range: the build's ranges */
 	Tuplesortstate *sort;
 	uint64		values;			/* non-null values hashed */
+	int64		lo;				/* their bounds (hasher.bounds_kind) */
+	int64		hi;
 	MemoryContext tmpcxt;		/* reset after every value */
 } BuildState;
 
@@ -298,6 +358,13 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 		return;					/* NULL equals nothing */
 	old = MemoryContextSwitchTo(state->tmpcxt);
 	hash = amq_index_hash(&state->hasher, state->seed, values[0]);
+	if (state->hasher.bounds_kind != AMQ_BOUNDS_NONE)
+	{
+		int64		v = amq_index_bounds_value(&state->hasher, values[0]);
+
+		state->lo = Min(state->lo, v);
+		state->hi = Max(state->hi, v);
+	}
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(state->tmpcxt);
 	tuplesort_putdatum(state->sort,
@@ -387,13 +454,21 @@ static void
 report_everywhere(Relation index, uint64 keys, uint64 everywhere,
 				  BlockNumber heap_blocks, uint32 pages_per_range)
 {
+	static TimestampTz said_in = 0;
 	double		ranges = (double) heap_blocks / Max(pages_per_range, 1);
 
 	if (keys == 0 || everywhere * 2 <= keys || ranges <= 4 * AMQ_RT_MAX_RANGES)
 		return;
+	/* once a statement: the index of every partition is built by one */
+	if (said_in == GetCurrentStatementStartTimestamp())
+		return;
+	said_in = GetCurrentStatementStartTimestamp();
 	ereport(NOTICE,
 			(errmsg("index \"%s\" cannot narrow lookups of %.0f%% of its values",
 					RelationGetRelationName(index), 100.0 * everywhere / keys),
+			 index->rd_rel->relispartition ?
+			 errdetail("Each of them is in more than %d of the table's %.0f block ranges: a lookup of it reads the whole table.  The indexes of other partitions this statement builds are not named.",
+					   AMQ_RT_MAX_RANGES, ranges) :
 			 errdetail("Each of them is in more than %d of the table's %.0f block ranges: a lookup of it reads the whole table.",
 					   AMQ_RT_MAX_RANGES, ranges),
 			 errhint("A btree index serves a column whose values are scattered over the table; BRIN, or an amqfilter index with a larger pages_per_range, one whose rows are clustered.")));
@@ -435,6 +510,8 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 			 RelationGetRelationName(index));
 	state.seed = amq_index_seed();
 	state.values = 0;
+	state.lo = PG_INT64_MAX;	/* none yet: lo > hi */
+	state.hi = PG_INT64_MIN;
 	state.tmpcxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "amqfilter index build",
 										 ALLOCSET_DEFAULT_SIZES);
@@ -534,6 +611,13 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		m->build_keys = keys;
 		m->build_everywhere = everywhere;
 		m->flags |= AMQ_INDEX_KEYS_COUNTED;
+		if (state.hasher.bounds_kind != AMQ_BOUNDS_NONE)
+		{
+			m->bounds_kind = state.hasher.bounds_kind;
+			m->bound_lo = state.lo;
+			m->bound_hi = state.hi;
+			m->flags |= AMQ_INDEX_BOUNDED;
+		}
 	}
 	report_everywhere(index, keys, everywhere, RelationGetNumberOfBlocks(heap),
 					  gen.pages_per_range);

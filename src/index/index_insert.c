@@ -110,6 +110,8 @@ typedef struct Batch
 	int			nkeys;
 	int			room;			/* keys allocated */
 	BatchKey   *keys;			/* in TopMemoryContext */
+	int64		lo;				/* the bounds of its values (lo > hi: none */
+	int64		hi;				/* of a kind with bounds) */
 } Batch;
 
 static Batch batches[MAX_BATCHES];
@@ -427,6 +429,65 @@ write_keys(Relation index, const BatchKey *batch, int nkeys)
 	pfree(keys);
 }
 
+/*
+ * Widens the metapage's bounds to hold lo .. hi, the values of a batch just
+ * written (so before any scan can see their rows, as the keys).  A bound
+ * that moves goes past the value by an eighth of the bounds' span: a key
+ * that grows with time (a date, a sequence) then writes the metapage once
+ * per step of that size, not once per transaction, and the bounds stay
+ * a superset, which is all a probe needs of them.
+ */
+static void
+widen_bounds(Relation index, int64 lo, int64 hi)
+{
+	Buffer		metabuf;
+	Page		metapage;
+	AmqIndexMeta *meta;
+	GenericXLogState *state;
+	int64		slack;
+
+	/* a look under the share lock first: most batches change nothing */
+	metabuf = ReadBuffer(index, AMQ_INDEX_METAPAGE);
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	meta = AmqIndexPageGetMeta(BufferGetPage(metabuf));
+	if (!(meta->flags & AMQ_INDEX_BOUNDED) ||
+		(meta->bound_lo <= lo && hi <= meta->bound_hi))
+	{
+		UnlockReleaseBuffer(metabuf);
+		return;
+	}
+	LockBuffer(metabuf, BUFFER_LOCK_UNLOCK);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	metapage = BufferGetPage(metabuf);
+	meta = AmqIndexPageGetMeta(metapage);
+	amq_index_check_meta(index, metapage, meta);
+	/* another backend may have widened them meanwhile */
+	if (meta->bound_lo <= lo && hi <= meta->bound_hi)
+	{
+		UnlockReleaseBuffer(metabuf);
+		return;
+	}
+	state = GenericXLogStart(index);
+	meta = AmqIndexPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	if (meta->bound_lo > meta->bound_hi)
+	{
+		/* it held no value: these are its bounds */
+		meta->bound_lo = lo;
+		meta->bound_hi = hi;
+	}
+	else
+	{
+		/* half the span, then a quarter: no overflow */
+		slack = (meta->bound_hi / 2 - meta->bound_lo / 2) / 4;
+		if (lo < meta->bound_lo)
+			meta->bound_lo = lo >= PG_INT64_MIN + slack ? lo - slack : PG_INT64_MIN;
+		if (hi > meta->bound_hi)
+			meta->bound_hi = hi <= PG_INT64_MAX - slack ? hi + slack : PG_INT64_MAX;
+	}
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(metabuf);
+}
+
 /* Writes one batch, if its index is still there, and empties it. */
 static void
 flush_batch(Batch *b)
@@ -441,11 +502,17 @@ flush_batch(Batch *b)
 	{
 		/* the same OID cannot be another relation within one transaction */
 		if (amq_index_is_amqfilter(index))
+		{
 			write_keys(index, b->keys, b->nkeys);
+			if (b->lo <= b->hi)
+				widen_bounds(index, b->lo, b->hi);
+		}
 		relation_close(index, RowExclusiveLock);
 	}
 	pending -= b->nkeys;
 	b->nkeys = 0;
+	b->lo = PG_INT64_MAX;
+	b->hi = PG_INT64_MIN;
 	/* the budget is shared: a large batch gives its memory back */
 	if (b->room > 16384)
 	{
@@ -511,7 +578,11 @@ batch_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* nothing must be left after a commit; after an abort, drop it */
 			for (i = 0; i < nbatches; i++)
+			{
 				batches[i].nkeys = 0;
+				batches[i].lo = PG_INT64_MAX;
+				batches[i].hi = PG_INT64_MIN;
+			}
 			pending = 0;
 			break;
 		default:
@@ -549,6 +620,8 @@ batch_of(Oid indexoid)
 	b = &batches[i];
 	b->indexoid = indexoid;
 	b->nkeys = 0;
+	b->lo = PG_INT64_MAX;
+	b->hi = PG_INT64_MIN;
 	return b;
 }
 
@@ -618,5 +691,12 @@ amq_index_insert(Relation index, Datum *values, bool *isnull,
 	b = batch_of(RelationGetRelid(index));
 	batch_add(b, amq_index_hash(&cache->hasher, cache->seed, values[0]),
 			  ItemPointerGetBlockNumber(ht_ctid));
+	if (cache->hasher.bounds_kind != AMQ_BOUNDS_NONE)
+	{
+		int64		v = amq_index_bounds_value(&cache->hasher, values[0]);
+
+		b->lo = Min(b->lo, v);
+		b->hi = Max(b->hi, v);
+	}
 	return false;
 }

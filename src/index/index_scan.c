@@ -339,7 +339,7 @@ amq_index_probe_array(Relation index, const AmqIndexMeta *meta,
 	{
 		if ((i & 0xFF) == 0)
 			CHECK_FOR_INTERRUPTS();
-		if (!nulls[i])
+		if (!nulls[i] && !amq_index_out_of_bounds(meta, hasher, elems[i]))
 			amq_index_probe(index, meta, amq_index_hash(hasher, meta->seed, elems[i]), out);
 	}
 }
@@ -431,6 +431,8 @@ key_ranges(IndexScanDesc scan, const AmqIndexMeta *meta, ScanKey key,
 							  array, out);
 		return;
 	}
+	if (amq_index_out_of_bounds(meta, scan_hasher(scan, key->sk_subtype), key->sk_argument))
+		return;
 	amq_index_probe(index, meta,
 					amq_index_hash(scan_hasher(scan, key->sk_subtype), meta->seed,
 								   key->sk_argument),
@@ -774,6 +776,8 @@ clause_blocks(PlannerInfo *root, IndexOptInfo *index, Relation irel,
 		{
 			if (!amq_index_hasher_init(&hasher, irel, c->consttype, CurrentMemoryContext))
 				return heap_blocks;
+			if (amq_index_out_of_bounds(meta, &hasher, c->constvalue))
+				return 0.0;
 			amq_index_probe(irel, meta, amq_index_hash(&hasher, meta->seed, c->constvalue),
 							&r);
 		}

@@ -155,6 +155,8 @@ index_may_hold(Relation index, Oid type, Datum value, AmqIndexHasher *hasher,
 	}
 	amq_index_flush(RelationGetRelid(index));
 	amq_index_read_meta(index, &meta);
+	if (amq_index_out_of_bounds(&meta, hasher, value))
+		return false;
 	return amq_index_may_contain(index, &meta, amq_index_hash(hasher, meta.seed, value));
 }
 
@@ -446,8 +448,9 @@ probe_ranges(ProbedScanState *st)
 	{
 		amq_index_flush(RelationGetRelid(index));
 		amq_index_read_meta(index, &meta);
-		amq_index_probe(index, &meta, amq_index_hash(&hasher, meta.seed, value->constvalue),
-						&st->ranges);
+		if (!amq_index_out_of_bounds(&meta, &hasher, value->constvalue))
+			amq_index_probe(index, &meta, amq_index_hash(&hasher, meta.seed, value->constvalue),
+							&st->ranges);
 		/*
 		 * Each block once, in order, and none past the table's end: a row
 		 * the snapshot may see is in a block that exists by now.
@@ -1273,6 +1276,7 @@ amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
 	AmqIndexMeta meta;
 	uint64	   *hashes;
 	int			i;
+	int			m;
 
 	memset(out, 0, sizeof(AmqIndexRanges));
 	if (!amq_index_usable(index) ||
@@ -1291,15 +1295,18 @@ amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
 		*heap_blocks = RelationGetNumberOfBlocks(heap);
 		table_close(heap, NoLock);
 	}
-	if ((double) n * meta.ngens > (double) AMQ_SKIP_KEYS_PER_BLOCK * *heap_blocks)
+	/* the values the bounds rule out need no page */
+	hashes = palloc(sizeof(uint64) * Max(n, 1));
+	for (i = 0, m = 0; i < n; i++)
+		if (!amq_index_out_of_bounds(&meta, &hasher, values[i]))
+			hashes[m++] = amq_index_hash(&hasher, meta.seed, values[i]);
+	if ((double) m * meta.ngens > (double) AMQ_SKIP_KEYS_PER_BLOCK * *heap_blocks)
 	{
+		pfree(hashes);
 		index_close(index, NoLock);
 		return false;
 	}
-	hashes = palloc(sizeof(uint64) * Max(n, 1));
-	for (i = 0; i < n; i++)
-		hashes[i] = amq_index_hash(&hasher, meta.seed, values[i]);
-	amq_index_probe_many(index, &meta, hashes, n, out);
+	amq_index_probe_many(index, &meta, hashes, m, out);
 	pfree(hashes);
 	index_close(index, NoLock);
 	amq_index_ranges_merge(out, *heap_blocks);

@@ -301,9 +301,10 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 	{
 		amq_index_flush(indexoid);
 		amq_index_read_meta(index, &meta);
-		maybe = amq_index_may_contain(index, &meta,
-									  amq_index_hash(&cache->hasher, meta.seed,
-													 PG_GETARG_DATUM(1)));
+		maybe = !amq_index_out_of_bounds(&meta, &cache->hasher, PG_GETARG_DATUM(1)) &&
+			amq_index_may_contain(index, &meta,
+								  amq_index_hash(&cache->hasher, meta.seed,
+												 PG_GETARG_DATUM(1)));
 	}
 	index_close(index, AccessShareLock);
 	PG_RETURN_BOOL(maybe);
@@ -555,6 +556,8 @@ index_may_hold(Relation index, Oid type, Oid collation, Datum value)
 		return true;
 	amq_index_flush(RelationGetRelid(index));
 	amq_index_read_meta(index, &meta);
+	if (amq_index_out_of_bounds(&meta, &hasher, value))
+		return false;
 	return amq_index_may_contain(index, &meta, amq_index_hash(&hasher, meta.seed, value));
 }
 
@@ -1051,7 +1054,8 @@ amqfilter_index_filter(PG_FUNCTION_ARGS)
 		if (!(p > 0.0 && p < 1.0))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("bloom filter false-positive rate p must be greater than 0 and less than 1")));
+					 errmsg("bloom filter false-positive rate p must be greater than 0 and less than 1"),
+					 errdetail("p = %s was given.", amq_format_p(p))));
 	}
 
 	/* the indexed column or expression, under the index's collation */
