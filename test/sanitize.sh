@@ -88,7 +88,11 @@ build_sanitized() {
 		echo "note: the sanitized build printed warnings:" >&2
 		grep 'warning:' "$SCRATCH/build.log" >&2
 	fi
-	ldd "$SCRATCH/tree/amqfilter.so" | grep -q libasan \
+	# the output read whole first: grep -q stops at its first match, and
+	# under pipefail the ldd it cut off would fail the pipeline
+	local libs
+	libs=$(ldd "$SCRATCH/tree/amqfilter.so")
+	grep -q libasan <<<"$libs" \
 		|| die "the sanitized amqfilter.so does not link libasan"
 }
 
