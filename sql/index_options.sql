@@ -72,6 +72,27 @@ RESET default_transaction_read_only;
 SELECT * FROM ao_options();
 SELECT count(*) AS recorded FROM ao_ddl;
 
+-- the locks of the options (AccessExclusiveLock) on every index of the
+-- tree, in a session's first statement too
+\c
+BEGIN;
+ALTER INDEX ao_k SET (max_generations = 4);
+SELECT t.relid::regclass AS index,
+       bool_or(l.mode = 'AccessExclusiveLock') AS access_exclusive
+  FROM pg_partition_tree('ao_k') t
+  LEFT JOIN pg_locks l ON l.relation = t.relid AND l.pid = pg_backend_pid()
+ GROUP BY t.relid, t.level ORDER BY t.level, t.relid::regclass::text;
+ROLLBACK;
+-- and a partition's index, altered alone as a session's first statement,
+-- takes it too (PostgreSQL picks the lock before it opens the index: the
+-- event trigger has loaded the library, and its options, by then)
+\c
+BEGIN;
+ALTER INDEX ao_1_k_idx SET (max_generations = 4);
+SELECT mode FROM pg_locks
+ WHERE relation = 'ao_1_k_idx'::regclass AND pid = pg_backend_pid() ORDER BY 1;
+ROLLBACK;
+
 -- only the owner: a non-owner is refused before any lock, as a session's
 -- first statement and with the library loaded
 CREATE ROLE regress_ao_other;
