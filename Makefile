@@ -14,7 +14,7 @@ EXTENSION = amqfilter
 # The version this tree builds; amqfilter.control's default_version must
 # match it.  Each released version has its full script, amqfilter--V.sql,
 # frozen once released, and an upgrade script from the one before it.
-EXTVERSION = 0.2
+EXTVERSION = 0.3
 MODULE_big = amqfilter
 DATA = $(wildcard amqfilter--*.sql)
 
@@ -39,7 +39,7 @@ REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 	cuckoo_parallel cuckoo_fpr identity collation_identity cuckoo_limits merge_once filter_equality \
 	slice_probe selectivity \
 	bloom_counting \
-	antijoin recipes filter_index index_trust index_ranges index_skip index_skip_rows index_costs index_bounds first_query index_candidates index_filter sizeless overfill join_filter join_filter_why safety probe_cache
+	antijoin recipes filter_index index_trust index_ranges index_skip index_skip_rows index_costs index_bounds first_query index_candidates index_options index_filter sizeless overfill join_filter join_filter_why safety probe_cache
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 # Concurrent sessions (specs/*.spec, run by pg_isolation_regress after the
 # suite above): what SERIALIZABLE promises still holds where the extension

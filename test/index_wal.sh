@@ -12,7 +12,9 @@
 #      FATAL on the standby) and a streaming standby made by pg_basebackup; rows
 #      inserted on the primary after the build, by INSERT and COPY, enough to
 #      add generations, are found through the index on the standby, which has
-#      the primary's generations;
+#      the primary's generations; ALTER INDEX ... SET on the filter index of
+#      a partitioned table is refused there as DDL is (25006), as a session's
+#      first statement and with the library loaded;
 #   2. a crash of the primary (pg_ctl stop -m immediate) right after committed
 #      inserts: after recovery, every row is found through the index;
 #   3. concurrent writers and readers (pgbench, four clients): each transaction
@@ -57,7 +59,10 @@ q -c "CREATE EXTENSION amqfilter;
 		SET LOCAL enable_indexscan = off;
 		SELECT count(*) INTO n FROM t WHERE k = v;
 		RETURN n;
-	END \$\$;"
+	END \$\$;
+	CREATE TABLE pt (id int, k int8) PARTITION BY RANGE (id);
+	CREATE TABLE pt_1 PARTITION OF pt FOR VALUES FROM (0) TO (1000);
+	CREATE INDEX pt_k ON pt USING amqfilter (k);"
 
 # the standby, from a base backup, streaming
 STANDBY_DIR=$(mktemp -d /tmp/amqfilter-standby.XXXXXX)
@@ -114,6 +119,21 @@ if [ "$same" = "$(q -c "SELECT generations, entries FROM amqfilter_index_info('t
 else
 	fail "standby: the index has the primary's generations and fill ($same)"
 fi
+# ALTER INDEX on the partitioned filter index: refused during recovery like
+# PostgreSQL's own DDL, before anything is looked up or locked
+for first in "" "SELECT count(*) FROM amqfilter_index_info('pt_k')"; do
+	what="a session's first statement"
+	pre=()
+	[ -z "$first" ] || { what="the library loaded"; pre=(-c "$first"); }
+	out=$(sb -v VERBOSITY=verbose "${pre[@]}" \
+		-c "ALTER INDEX pt_k SET (false_positive_rate = 0.02)" 2>&1) || true
+	if grep -q '25006' <<<"$out"; then
+		pass "standby: ALTER INDEX on a partitioned filter index refused (25006), $what"
+	else
+		fail "standby: ALTER INDEX on a partitioned filter index refused (25006), $what"
+		printf '%s\n' "$out" | head -n 5
+	fi
+done
 as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$STANDBY_DIR/data" --mode=fast stop >/dev/null
 
 # a crash right after committed inserts (flushed: the test clusters commit

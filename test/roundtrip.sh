@@ -23,7 +23,10 @@
 #   5. the filter index of a partitioned table is dumped as its definition and
 #      rebuilt on every partition by either restore: lookups through it find
 #      every row (one written after the source's build, one after the restore),
-#      and amqfilter_index_candidates names every partition holding a value.
+#      and amqfilter_index_candidates names every partition holding a value;
+#      the options ALTER INDEX set on it are on every index of the tree, the
+#      restore has the extension's event trigger once (its CREATE EXTENSION's),
+#      and ALTER INDEX on the restored partitioned index reaches every partition.
 #
 # It prints PASS or FAIL per check and exits non-zero when any check failed.
 #
@@ -297,6 +300,7 @@ CREATE TABLE pt_2a PARTITION OF pt_2 FOR VALUES FROM (1000) TO (2000);
 CREATE TABLE pt_2b PARTITION OF pt_2 FOR VALUES FROM (2000) TO (3000);
 INSERT INTO pt SELECT g, 'k' || (g % 1500) FROM generate_series(0, 2999) g;
 CREATE INDEX pt_k_filter ON pt USING amqfilter (k);
+ALTER INDEX pt_k_filter SET (false_positive_rate = 0.002);
 INSERT INTO pt VALUES (2500, 'written after the build');"
 
 PARTITION_VALUES="('k1'), ('k700'), ('k1499'), ('nope'), ('written after the build'), ('after the restore')"
@@ -312,6 +316,19 @@ SELECT v, (SELECT count(*) FROM pt WHERE k = v),
            SELECT tableoid::regclass IN (SELECT amqfilter_index_candidates('pt_k_filter', v)) c
              FROM pt WHERE k || '' = v) x)
   FROM (VALUES $PARTITION_VALUES) x(v) ORDER BY v;"
+
+# the options of every index of the partitioned index's tree, in one line
+PARTITION_OPTIONS_SQL="
+SELECT string_agg(coalesce(array_to_string(c.reloptions, ','), '-'), ' ' ORDER BY c.relname)
+  FROM pg_partition_tree('pt_k_filter') t JOIN pg_class c ON c.oid = t.relid"
+
+# the event triggers of the database, and whether each is the extension's
+EVENT_TRIGGERS_SQL="
+SELECT count(*), bool_and(EXISTS (
+           SELECT FROM pg_depend d
+            WHERE d.classid = 'pg_event_trigger'::regclass AND d.objid = e.oid
+              AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'))
+  FROM pg_event_trigger e"
 
 setup_partition_index() {
 	local n
@@ -352,6 +369,26 @@ check_partition_index() {
 	else
 		fail "$tag dump: lookups through the index find every row, and its candidates every partition"
 		sed 's/^/      /' "$WORK/$tag.lookups"
+	fi
+	local options triggers set='false_positive_rate=0.002'
+	options=$(q_at "$db" "$PARTITION_OPTIONS_SQL") || true
+	if [ "$options" = "$set $set $set $set $set" ]; then
+		pass "$tag dump: the options ALTER INDEX set are on every index of the tree"
+	else
+		fail "$tag dump: the options ALTER INDEX set are on every index of the tree ('$options')"
+	fi
+	triggers=$(q_at "$db" "$EVENT_TRIGGERS_SQL") || true
+	if [ "$triggers" = "1|t" ]; then
+		pass "$tag dump: one event trigger, the extension's"
+	else
+		fail "$tag dump: one event trigger, the extension's ('$triggers')"
+	fi
+	q_at "$db" "ALTER INDEX pt_k_filter RESET (false_positive_rate)" >/dev/null || true
+	options=$(q_at "$db" "$PARTITION_OPTIONS_SQL") || true
+	if [ "$options" = "- - - - -" ]; then
+		pass "$tag dump: ALTER INDEX on the restored partitioned index reaches every index"
+	else
+		fail "$tag dump: ALTER INDEX on the restored partitioned index reaches every index ('$options')"
 	fi
 }
 

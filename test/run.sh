@@ -14,7 +14,8 @@
 # logical replication subscriber (test/replication.sh),
 # the filter index through a streaming standby, a crash, concurrent writers
 # and REINDEX CONCURRENTLY under readers (test/index_wal.sh), corrupted index
-# pages (test/index_corrupt.sh),
+# pages (test/index_corrupt.sh), ALTER INDEX on a partitioned filter index
+# across sessions and in single-user mode (test/index_options.sh),
 # filters across restores and schema moves
 # (test/identity.sh), filters across a coordinator and two shards through
 # postgres_fdw (test/sharded.sh), the pg_regress suite again against an
@@ -131,6 +132,7 @@ main() {
 		run_step replication bash "$AMQ_ROOT/test/replication.sh" || true
 		run_step index_wal bash "$AMQ_ROOT/test/index_wal.sh" || true
 		run_step index_corrupt bash "$AMQ_ROOT/test/index_corrupt.sh" || true
+		run_step index_options bash "$AMQ_ROOT/test/index_options.sh" || true
 		run_step identity bash "$AMQ_ROOT/test/identity.sh" || true
 		run_step sharded bash "$AMQ_ROOT/test/sharded.sh" || true
 		# bounded: a sanitizer runtime that hangs must not stall the suite
@@ -143,6 +145,7 @@ main() {
 		skip_step replication "the extension did not build or install"
 		skip_step index_wal "the extension did not build or install"
 		skip_step index_corrupt "the extension did not build or install"
+		skip_step index_options "the extension did not build or install"
 		skip_step identity "the extension did not build or install"
 		skip_step sharded "the extension did not build or install"
 		skip_step sanitize "the extension did not build or install"

@@ -17,7 +17,7 @@
 #        - the extension's objects (pg_describe_object of its pg_depend members) and
 #          their definitions (function signatures, volatility, strictness, parallel
 #          safety, C symbols, aggregate support functions, operators, casts, types,
-#          comments) equal those of a fresh install of the default version;
+#          event triggers, comments) equal those of a fresh install of the default version;
 #        - the stored filters have the same bytes and give the same answers, and new
 #          filters built after the upgrade equal the stored ones.
 #
@@ -84,6 +84,11 @@ SELECT pg_describe_object(m.classid, m.objid, m.objsubid)
 			t.typlen, t.typalign, t.typstorage, t.typinput, t.typoutput, t.typreceive,
 			t.typsend, t.typmodin, t.typmodout, t.typanalyze, t.typcategory)
 		FROM pg_type t WHERE m.classid = 'pg_type'::regclass AND t.oid = m.objid), '')
+	|| coalesce(' | ' || (
+		SELECT format('on %s; tags %s; function %s; enabled %s',
+			e.evtevent, e.evttags, e.evtfoid::regprocedure, e.evtenabled)
+		FROM pg_event_trigger e
+		WHERE m.classid = 'pg_event_trigger'::regclass AND e.oid = m.objid), '')
 	|| coalesce(' | comment: ' || obj_description(m.objid,
 		(SELECT relname FROM pg_class WHERE oid = m.classid)), '')
 FROM members m

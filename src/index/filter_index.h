@@ -214,6 +214,7 @@ typedef struct AmqIndexHasher
 } AmqIndexHasher;
 
 /* index_meta.c */
+extern void amq_index_register_options(void);
 extern bytea *amq_index_options(Datum reloptions, bool validate);
 extern void amq_index_init_page_whole(Page page);
 extern void amq_index_init_page(Page page, uint16 gen);

@@ -47,7 +47,7 @@
 
 PG_FUNCTION_INFO_V1(amqfilter_index_handler);
 
-/* Defines the index's settings (from _PG_init). */
+/* Defines the index's setting and options, and installs its hooks (from _PG_init). */
 void
 amq_index_init(void)
 {
@@ -58,6 +58,7 @@ amq_index_init(void)
 							"setting: leave it 0 in production.",
 							&amq_index_seed_setting, 0, INT_MIN, INT_MAX,
 							PGC_SUSET, 0, NULL, NULL, NULL);
+	amq_index_register_options();
 	amq_index_skip_init();
 	amq_index_options_init();
 }

@@ -28,12 +28,14 @@ static relopt_parse_elt amq_relopt_tab[3];
 static bool amq_relopt_registered = false;
 
 /*
- * Registers the index's option, the first time an index's options are
- * parsed in this backend (the library is loaded by then: the handler that
- * names the parser is in it).
+ * Registers the index's options: when the library is loaded (_PG_init),
+ * and at the latest the first time an index's options are parsed.  ALTER
+ * INDEX takes the lock an option names (AccessExclusiveLock) only if the
+ * option is registered when it picks the lock; for a name it does not know
+ * it takes a weaker one.
  */
-static void
-register_options(void)
+void
+amq_index_register_options(void)
 {
 	if (amq_relopt_registered)
 		return;
@@ -74,7 +76,7 @@ register_options(void)
 bytea *
 amq_index_options(Datum reloptions, bool validate)
 {
-	register_options();
+	amq_index_register_options();
 	return (bytea *) build_reloptions(reloptions, validate, amq_relopt_kind,
 									  sizeof(AmqIndexOptions), amq_relopt_tab,
 									  lengthof(amq_relopt_tab));
