@@ -3,6 +3,33 @@
 \echo Use "CREATE EXTENSION amqfilter" to load this file. \quit
 
 --
+-- The types' names are common words: a table or type named bloom or cuckoo
+-- in the target schema (a table has a type of its name) would stop the
+-- script at CREATE TYPE with "already exists" and nothing else.  Say what
+-- is in the way and how to install beside it.
+--
+DO $clash$
+DECLARE
+	taken text;
+BEGIN
+	SELECT pg_catalog.string_agg(pg_catalog.format('%I.%I', n.nspname, t.typname), ', '
+								 ORDER BY t.typname)
+	  INTO taken
+	  FROM pg_catalog.pg_type t
+	  JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
+	 WHERE t.typname IN ('bloom', 'cuckoo')
+	   AND n.nspname OPERATOR(pg_catalog.=) pg_catalog.current_schema();
+	IF taken IS NOT NULL THEN
+		RAISE EXCEPTION 'amqfilter cannot create its types bloom and cuckoo in schema %: % already exists',
+			pg_catalog.current_schema(), taken
+			USING ERRCODE = 'duplicate_object',
+				  DETAIL = 'A table has a type of its own name, so a table named bloom or cuckoo takes the name too.',
+				  HINT = 'Install amqfilter in a schema of its own: CREATE SCHEMA amq; CREATE EXTENSION amqfilter SCHEMA amq; (then name its types amq.bloom, or add amq to search_path).';
+	END IF;
+END
+$clash$;
+
+--
 -- The bloom type.  Its bytes are specified in FORMAT.md; text is their
 -- canonical base64, binary I/O and the bytea cast carry them as they are.
 -- A well-sized filter is random bits: STORAGE external never wastes time
