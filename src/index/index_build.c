@@ -474,6 +474,106 @@ report_everywhere(Relation index, uint64 keys, uint64 everywhere,
 			 errhint("A btree index serves a column whose values are scattered over the table; BRIN, or an amqfilter index with a larger pages_per_range, one whose rows are clustered.")));
 }
 
+/* Tries at sizing a build's generation (index_build: fill_pages). */
+#define AMQ_INDEX_BUILD_TRIES	4
+
+/* Adds one key's run of ranges to a page: its ranges, or one "everywhere". */
+static void
+add_run(BuildState *state, Page page, amq_rt_key key, const uint32 *ranges, int n,
+		uint64 *added)
+{
+	AmqIndexPageHeader *hdr = AmqIndexPageGetHeader(page);
+	int			delta;
+	int			i;
+
+	if (n > AMQ_RT_MAX_RANGES)
+	{
+		/* straight to the one entry its ranges would become */
+		amq_rt_insert(&state->geom, &hdr->table, AmqIndexPageGetSlots(page), key,
+					  amq_rt_everywhere(&state->geom), &delta);
+		*added += delta;
+		return;
+	}
+	for (i = 0; i < n; i++)
+	{
+		amq_rt_insert(&state->geom, &hdr->table, AmqIndexPageGetSlots(page), key,
+					  ranges[i], &delta);
+		*added += delta;
+	}
+}
+
+/*
+ * Fills the pages of the build's generation (meta->gens[0]) from the sorted
+ * pairs, a key's run of ranges at a time, and writes them when index is
+ * given; else only counts them.  Returns the pages that ran out of room
+ * (saturated); *added gets the entries added.
+ */
+static uint32
+fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *added)
+{
+	const AmqIndexGen *gen = &meta->gens[0];
+	PGAlignedBlock page;
+	uint32		cur = 0;		/* the page being filled */
+	uint32		saturated = 0;
+	uint64		hash;
+	uint32		range;
+	uint64		run_hash = 0;
+	amq_rt_key	run_key;
+	uint32		run_page = 0;
+	uint32		ranges[AMQ_RT_MAX_RANGES + 1];
+	int			nranges = 0;
+	bool		started = false;
+	bool		more;
+
+	*added = 0;
+	memset(&run_key, 0, sizeof(run_key));
+	tuplesort_rescan(state->sort);
+	amq_index_init_page(page.data, 0);
+	do
+	{
+		more = next_pair(state->sort, &hash, &range);
+		if (started && (!more || hash != run_hash))
+		{
+			/* the run ends: the pages before its page are done */
+			while (cur < run_page)
+			{
+				if (AmqIndexPageGetHeader(page.data)->table.flags & AMQ_RT_SATURATED)
+					saturated++;
+				if (index)
+					amq_index_write_new_page(index, gen->first + cur, page.data);
+				amq_index_init_page(page.data, 0);
+				cur++;
+				CHECK_FOR_INTERRUPTS();
+			}
+			amq_index_page_make_whole(page.data);
+			add_run(state, page.data, run_key, ranges, nranges, added);
+			nranges = 0;
+		}
+		if (!more)
+			break;
+		if (!started || hash != run_hash)
+		{
+			started = true;
+			run_hash = hash;
+			amq_index_locate(meta, &state->geom, 0, hash, &run_page, &run_key);
+		}
+		else if (nranges > 0 && ranges[nranges - 1] == range)
+			continue;
+		/* distinct ranges, counted to one past the most a key keeps */
+		if (nranges <= AMQ_RT_MAX_RANGES)
+			ranges[nranges++] = range;
+	} while (more);
+	for (; cur < gen->npages; cur++)
+	{
+		if (AmqIndexPageGetHeader(page.data)->table.flags & AMQ_RT_SATURATED)
+			saturated++;
+		if (index)
+			amq_index_write_new_page(index, gen->first + cur, page.data);
+		amq_index_init_page(page.data, 0);
+	}
+	return saturated;
+}
+
 IndexBuildResult *
 amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -485,9 +585,8 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	uint64		added = 0;
 	AmqIndexMeta meta;
 	PGAlignedBlock metapage;
-	PGAlignedBlock page;
-	uint32		cur = 0;		/* the page being filled */
-	uint32		pg;
+	uint64		capacity;
+	int			attempt;
 	uint64		hash;
 	uint64		run_hash = 0;
 	uint32		range;
@@ -561,48 +660,34 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (started)
 		count_run(&entries, &keys, &everywhere, run_ranges, run_everywhere);
 
-	if (!amq_index_size_gen((uint64) ceil((double) entries * AMQ_INDEX_HEADROOM),
-							AMQ_INDEX_METAPAGE + 1, state.gen.pages_per_range, &gen))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("index \"%s\" cannot hold " UINT64_FORMAT " entries",
-						RelationGetRelationName(index), entries)));
-	meta.ngens = 1;
-	meta.gens[0] = gen;
+	/*
+	 * Sized for the entries, at AMQ_INDEX_LOAD: a table of keys with several
+	 * ranges each (up to 4 entries in a key's two buckets) can still leave
+	 * a page without room, and a page without room answers "everywhere" for
+	 * all its keys.  The pages are filled once without writing them first;
+	 * while some would fill up, the generation is made half again larger.
+	 */
+	capacity = (uint64) ceil((double) entries * AMQ_INDEX_HEADROOM);
+	for (attempt = 0;; attempt++)
+	{
+		if (!amq_index_size_gen(capacity, AMQ_INDEX_METAPAGE + 1, state.gen.pages_per_range,
+								&gen))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("index \"%s\" cannot hold " UINT64_FORMAT " entries",
+							RelationGetRelationName(index), entries)));
+		meta.ngens = 1;
+		meta.gens[0] = gen;
+		if (attempt == AMQ_INDEX_BUILD_TRIES - 1 ||
+			fill_pages(&state, &meta, NULL, &added) == 0)
+			break;
+		capacity += capacity / 2;
+	}
 
 	/* block 0, the metapage, first; its count once the pages are written */
 	init_meta(metapage.data, state.seed, p, meta.fp_bits, 0, state.values, &gen);
 	amq_index_write_new_page(index, AMQ_INDEX_METAPAGE, metapage.data);
-
-	/* the pages in order, each filled from the sorted pairs */
-	tuplesort_rescan(state.sort);
-	amq_index_init_page(page.data, 0);
-	while (next_pair(state.sort, &hash, &range))
-	{
-		uint32		target;
-		amq_rt_key	key;
-		int			delta;
-		AmqIndexPageHeader *hdr;
-
-		amq_index_locate(&meta, &state.geom, 0, hash, &target, &key);
-		while (cur < target)
-		{
-			amq_index_write_new_page(index, gen.first + cur, page.data);
-			amq_index_init_page(page.data, 0);
-			cur++;
-			CHECK_FOR_INTERRUPTS();
-		}
-		amq_index_page_make_whole(page.data);
-		hdr = AmqIndexPageGetHeader(page.data);
-		amq_rt_insert(&state.geom, &hdr->table, AmqIndexPageGetSlots(page.data), key,
-					  range, &delta);
-		added += delta;
-	}
-	for (pg = cur; pg < gen.npages; pg++)
-	{
-		amq_index_write_new_page(index, gen.first + pg, page.data);
-		amq_index_init_page(page.data, 0);
-	}
+	(void) fill_pages(&state, &meta, index, &added);
 	gen.count = added;
 	init_meta(metapage.data, state.seed, p, meta.fp_bits, added, state.values, &gen);
 	{
