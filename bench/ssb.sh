@@ -8,8 +8,8 @@
 #
 # Builds and installs the extension (unless AMQ_BENCH_SKIP_BUILD=1), starts a
 # throwaway cluster with the library in session_preload_libraries (one core
-# per query, JIT off, statement_timeout 120 s: a query that would run longer
-# is recorded as a timeout, never waited for) and generates the data in SQL at
+# per query, JIT off, statement_timeout 120 s (AMQ_SSB_TIMEOUT): a query that
+# would run longer is recorded as a timeout, never waited for) and generates the data in SQL at
 # scale factor SF (AMQ_SSB_SF, default 1), deterministically (hashint8extended
 # of a row's number and a seed per column, no random()):
 #
@@ -76,6 +76,7 @@
 # configurations.
 #
 # Environment: AMQ_SSB_SF (default 1), AMQ_SSB_RUNS (default 5),
+# AMQ_SSB_TIMEOUT (the statement_timeout in seconds, default 120),
 # AMQ_SSB_TIMER (exec or client, default exec), AMQ_SSB_AMQ_WITH (the
 # amqfilter indexes' WITH (...), default none), AMQ_SSB_SHARED_BUFFERS
 # (default 4GB: at SF 1 the three copies of the fact and the btrees take
@@ -91,13 +92,15 @@ RUNS=${AMQ_SSB_RUNS:-5}
 TIMER=${AMQ_SSB_TIMER:-exec}
 AMQ_WITH=${AMQ_SSB_AMQ_WITH:-}
 SHARED_BUFFERS=${AMQ_SSB_SHARED_BUFFERS:-4GB}
-TIMEOUT_S=120
+TIMEOUT_S=${AMQ_SSB_TIMEOUT:-120}
 RESULTS_FILE=$AMQ_ROOT/bench/RESULTS.md
 SECTION='## Star Schema Benchmark'
 
 [[ $SF =~ ^[0-9]*\.?[0-9]+$ ]] && awk -v s="$SF" 'BEGIN { exit !(s >= 0.001) }' \
 	|| die "AMQ_SSB_SF must be a number >= 0.001, not '$SF'"
 [[ $RUNS =~ ^[0-9]+$ ]] && [ "$RUNS" -ge 1 ] || die "AMQ_SSB_RUNS must be a whole number >= 1"
+[[ $TIMEOUT_S =~ ^[0-9]+$ ]] && [ "$TIMEOUT_S" -ge 1 ] \
+	|| die "AMQ_SSB_TIMEOUT must be a whole number of seconds >= 1"
 [ "$TIMER" = exec ] || [ "$TIMER" = client ] || die "AMQ_SSB_TIMER must be exec or client"
 [[ $AMQ_WITH =~ ^[a-z_]+\ *=\ *[0-9.]+(,\ *[a-z_]+\ *=\ *[0-9.]+)*$ ]] || [ -z "$AMQ_WITH" ] \
 	|| die "AMQ_SSB_AMQ_WITH must be storage parameters such as 'pages_per_range = 32'"
@@ -250,9 +253,10 @@ bench_build_and_install
 start_cluster "jit = off" "statement_timeout = '${TIMEOUT_S}s'" "max_parallel_workers_per_gather = 0" \
 	"shared_buffers = '$SHARED_BUFFERS'" "max_wal_size = '8GB'" "checkpoint_timeout = '1h'" \
 	"session_preload_libraries = 'amqfilter'"
-q() { run_psql -q -At "$@"; }
+# q: psql for the load and the checks, which no statement_timeout stops
+q() { PGOPTIONS='-c statement_timeout=0' run_psql -q -At "$@"; }
 # step NAME [PSQL_ARGS...]: a load step (the SQL on standard input without
-# PSQL_ARGS), timed, with no statement_timeout
+# PSQL_ARGS), timed
 declare -A LOAD_S
 LOAD_ORDER=()
 step() {
@@ -260,7 +264,7 @@ step() {
 	shift
 	[ $# -gt 0 ] || set -- -f -
 	log "load: $name"
-	q -c "SET statement_timeout = 0" "$@"
+	q "$@"
 	LOAD_S[$name]=$((SECONDS - start))
 	LOAD_ORDER+=("$name")
 }
@@ -576,7 +580,7 @@ plan_shape() {
 		}'
 }
 
-declare -A T MD5 ROWS PLAN
+declare -A T MD5 ROWS PLAN REF SAME
 TIMEOUTS=0
 MISMATCHES=0
 for qn in "${QUERIES[@]}"; do
@@ -604,11 +608,20 @@ for qn in "${QUERIES[@]}"; do
 		esac
 		PLAN[$qn,$c]=$(plan_shape <<<"$plan")
 	done
+	# each configuration's rows against the first one's that did not time out
+	REF[$qn]=
+	SAME[$qn]=yes
 	for c in "${CONFIGS[@]}"; do
-		[ "${MD5[$qn,$c]}" = "${MD5[$qn,1]}" ] && [ "${ROWS[$qn,$c]}" = "${ROWS[$qn,1]}" ] \
-			|| { [ "${MD5[$qn,$c]}" = timeout ] || [ "${MD5[$qn,1]}" = timeout ]; } \
-			|| { MISMATCHES=$((MISMATCHES + 1)); log "Q$qn: config $c's rows differ from config 1's"; }
+		[ "${MD5[$qn,$c]}" != timeout ] || continue
+		if [ -z "${REF[$qn]}" ]; then
+			REF[$qn]=$c
+		elif [ "${MD5[$qn,$c]}" != "${MD5[$qn,${REF[$qn]}]}" ]; then
+			MISMATCHES=$((MISMATCHES + 1))
+			SAME[$qn]="no: ${CONFIG_NAME[$c]} differs"
+			log "Q$qn: the rows of configuration $c differ from those of ${REF[$qn]}"
+		fi
 	done
+	[ -n "${REF[$qn]}" ] || SAME[$qn]="timeout"
 
 	log "Q$qn: $RUNS rounds"
 	declare -A times=()
@@ -703,14 +716,10 @@ RESULT=$({
 	echo "| query | rows | 1 plain | 2 btree | 3 amq | 4 amq+jf | 5 plain+jf | 3/best | 4/best | same rows |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 	for qn in "${QUERIES[@]}"; do
-		same=yes
-		for c in "${CONFIGS[@]}"; do
-			[ "${MD5[$qn,$c]}" = "${MD5[$qn,1]}" ] || same="no (${CONFIG_NAME[$c]})"
-		done
-		[ "${MD5[$qn,1]}" != timeout ] || same="timeout"
-		echo "| Q$qn | ${ROWS[$qn,1]} | $(cell "${T[$qn,1]}") | $(cell "${T[$qn,2]}") |" \
+		ref=${REF[$qn]:-1}
+		echo "| Q$qn | ${ROWS[$qn,$ref]} | $(cell "${T[$qn,1]}") | $(cell "${T[$qn,2]}") |" \
 			"$(cell "${T[$qn,3]}") | $(cell "${T[$qn,4]}") | $(cell "${T[$qn,5]}") |" \
-			"${RATIO3[$qn]} | ${RATIO4[$qn]} | $same (${MD5[$qn,1]}) |"
+			"${RATIO3[$qn]} | ${RATIO4[$qn]} | ${SAME[$qn]}${REF[$qn]:+ (md5 ${MD5[$qn,$ref]})} |"
 	done
 	echo "| geomean | | ${GEO[1]} | ${GEO[2]} | ${GEO[3]} | ${GEO[4]} | ${GEO[5]} | ${GEO[r3]} | ${GEO[r4]} | |"
 	echo
