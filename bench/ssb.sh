@@ -482,11 +482,13 @@ R[fact_mb]=$(q -c "SELECT round(sum(pg_relation_size(relid)) / 1048576.0)
 LAYOUT_SQL="SELECT string_agg(c.relname || ':' || pg_relation_size(c.oid), ',' ORDER BY c.relname)
 	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 	WHERE c.relkind = 'r' AND c.relname LIKE 'lineorder%' AND n.nspname ="
+CHECKSUM_SQL="SELECT count(*) || ':' || sum(hashtext(l::text)) FROM"
+R[layout]=$(q -c "$LAYOUT_SQL 'ssb_plain'")
+R[checksum]=$(q -c "$CHECKSUM_SQL ssb_plain.lineorder l")
 for s in ssb_btree ssb_amq; do
-	[ "$(q -c "$LAYOUT_SQL '$s'")" = "$(q -c "$LAYOUT_SQL 'ssb_plain'")" ] \
+	[ "$(q -c "$LAYOUT_SQL '$s'")" = "${R[layout]}" ] \
 		|| die "$s.lineorder's partitions differ from ssb_plain.lineorder's"
-	[ "$(q -c "SELECT sum(hashtext(l::text)) FROM $s.lineorder l")" \
-		= "$(q -c "SELECT sum(hashtext(l::text)) FROM ssb_plain.lineorder l")" ] \
+	[ "$(q -c "$CHECKSUM_SQL $s.lineorder l")" = "${R[checksum]}" ] \
 		|| die "$s.lineorder's rows differ from ssb_plain.lineorder's"
 done
 log "loaded in ${LOAD_TOTAL}s: ${R[lineorder]} lineorder rows (${R[fact_mb]} MB a copy)"
