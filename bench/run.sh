@@ -347,8 +347,8 @@ machine_info() {
 write_results() {
 	local kept heading
 	# the sections bench/sharded.sh, bench/probe.sh, bench/joins.sh,
-	# bench/index.sh, bench/sizeless.sh, bench/shapes.sh
-	# and bench/joinfilter.sh write stay as they were
+	# bench/index.sh, bench/sizeless.sh, bench/shapes.sh,
+	# bench/joinfilter.sh and bench/ssb.sh write stay as they were
 	kept=$(for heading in "## Sharded tables (postgres_fdw)" \
 		"## Stored filters: probes through slices" \
 		"## Joins, builds and estimates" \
@@ -356,7 +356,8 @@ write_results() {
 		"## Sizeless aggregates" \
 		"## Query shapes: a join to a table of filters, a probe in a function" \
 		"## Runtime join filters" \
-		"## Runtime join filters: sharded joins"; do
+		"## Runtime join filters: sharded joins" \
+		"## Star Schema Benchmark"; do
 		results_section "$RESULTS_FILE" "$heading"
 	done)
 	{
