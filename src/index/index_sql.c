@@ -13,6 +13,7 @@
 #include "access/relation.h"
 #include "access/transam.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
@@ -311,6 +312,29 @@ bloom_index_contains(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Says so when most of an index's entries are "everywhere" in a table of
+ * more than 16 ranges: lookups of their values read the whole table, and
+ * another index serves the column better (index_build.c says the same at
+ * build).  Once a statement: a partitioned index has an index a partition.
+ */
+static void
+report_everywhere_entries(Relation index, uint64 entries, uint64 everywhere, int64 ranges)
+{
+	static TimestampTz said_in = 0;
+
+	if (entries == 0 || everywhere * 2 <= entries || ranges <= 4 * AMQ_RT_MAX_RANGES ||
+		said_in == GetCurrentStatementStartTimestamp())
+		return;
+	said_in = GetCurrentStatementStartTimestamp();
+	ereport(NOTICE,
+			(errmsg("%.0f%% of the entries of index \"%s\" are \"everywhere\": lookups of their values read the whole table",
+					100.0 * everywhere / entries, RelationGetRelationName(index)),
+			 errdetail("A value in more than %d of the table's " INT64_FORMAT " block ranges has one such entry.",
+					   AMQ_RT_MAX_RANGES, ranges),
+			 errhint("A btree index serves a column whose values are scattered over the table; BRIN, or an amqfilter index with a larger pages_per_range, one whose rows are clustered.")));
+}
+
+/*
  * amqfilter_index_info(index regclass) -> SETOF (bytes, generations,
  *   entries, everywhere, pages_per_range, ranges, false_positive_rate,
  *   target_false_positive_rate, build_entries, saturated, partition_index)
@@ -437,6 +461,7 @@ index_info_row(Relation index, Datum *out, bool *nulls, InfoTotal *total)
 	heap_blocks = RelationGetNumberOfBlocks(heap);
 	table_close(heap, AccessShareLock);
 	ranges = (int64) ((heap_blocks + newest->pages_per_range - 1) / newest->pages_per_range);
+	report_everywhere_entries(index, entries, everywhere, ranges);
 	out[1] = Int32GetDatum((int32) meta.ngens);
 	out[2] = Int64GetDatum((int64) entries);
 	out[3] = Int64GetDatum((int64) everywhere);
