@@ -52,6 +52,19 @@ SELECT count(*) FROM fq_plain f JOIN fq_keys x ON x.k = f.k;
 -- the library is loaded once, whichever of its names loaded it
 SELECT bloom_contains(bloom_agg(k, 0.01), 1505::int8) FROM fq_keys;
 
+-- the role preloads it for its every session itself (local_preload_libraries
+-- names libraries of $libdir/plugins), settings beside it: a new session's
+-- first query, a plain hash join, gets its filter
+ALTER ROLE fq_app SET local_preload_libraries = 'amqfilter';
+ALTER ROLE fq_app SET amqfilter.join_filter = on;
+\c - fq_app
+SET max_parallel_workers_per_gather = 0;
+SET enable_nestloop = off;
+SET enable_mergejoin = off;
+SET amqfilter.join_filter_min_probe_rows = 1000;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM fq_plain f JOIN fq_keys x ON x.k = f.k;
+SELECT count(*) FROM fq_plain f JOIN fq_keys x ON x.k = f.k;
+
 \c - :fq_owner
 DROP TABLE fq, fq_keys, fq_plain;
 DROP ROLE fq_app;
