@@ -69,6 +69,8 @@
 #define AMQ_INDEX_GROWTH		4
 /* generations an index may have */
 #define AMQ_INDEX_MAX_GENS		16
+/* the largest pages_per_range (the option's maximum) */
+#define AMQ_INDEX_MAX_PAGES_PER_RANGE	(1 << 20)
 /*
  * the least capacity of a generation, in entries: an index built on an
  * empty table starts with a few pages, so that growing to any number of

@@ -331,6 +331,7 @@ typedef struct BuildState
 	uint64		values;			/* non-null values hashed */
 	int64		lo;				/* their bounds (hasher.bounds_kind) */
 	int64		hi;
+	int			range_shift;	/* the pairs' ranges, >> it, are the index's */
 	MemoryContext tmpcxt;		/* reset after every value */
 } BuildState;
 
@@ -424,26 +425,6 @@ next_pair(Tuplesortstate *sort, uint64 *hash, uint32 *range)
 }
 
 /*
- * Counts a key of the build's sorted pairs: its entries (its distinct
- * ranges, or one "everywhere" past AMQ_RT_MAX_RANGES of them; a range past
- * the last number is "everywhere" already), and whether it is one of the
- * keys whose lookups read the whole table.
- */
-static void
-count_run(uint64 *entries, uint64 *keys, uint64 *everywhere, int run_ranges,
-		  bool run_everywhere)
-{
-	(*keys)++;
-	if (run_ranges > AMQ_RT_MAX_RANGES || run_everywhere)
-	{
-		(*entries) += run_ranges > AMQ_RT_MAX_RANGES ? 1 : run_ranges;
-		(*everywhere)++;
-	}
-	else
-		(*entries) += run_ranges;
-}
-
-/*
  * Says so when most of the values the build stored are "everywhere" (each
  * in more than AMQ_RT_MAX_RANGES ranges of a table that has many more):
  * their lookups read the whole table, and the planner, which knows it
@@ -472,6 +453,114 @@ report_everywhere(Relation index, uint64 keys, uint64 everywhere,
 			 errdetail("Each of them is in more than %d of the table's %.0f block ranges: a lookup of it reads the whole table.",
 					   AMQ_RT_MAX_RANGES, ranges),
 			 errhint("A btree index serves a column whose values are scattered over the table; BRIN, or an amqfilter index with a larger pages_per_range, one whose rows are clustered.")));
+}
+
+/*
+ * The sizes of range a build weighs when pages_per_range is left to it:
+ * its first size times 1, 2, 4, ... 1024.
+ */
+#define AMQ_BUILD_SHAPES	11
+
+/*
+ * What the keys of a build come to at each size of range: counted in the
+ * sorted pairs, a key's run at a time (its ranges ascending).
+ */
+typedef struct BuildShapes
+{
+	int			n;				/* sizes weighed: 1 << 0 .. 1 << (n - 1) */
+	double		table_ranges;	/* the table's ranges at the first size */
+	/* the run being counted */
+	uint32		last[AMQ_BUILD_SHAPES];
+	int			distinct[AMQ_BUILD_SHAPES];	/* to one past AMQ_RT_MAX_RANGES */
+	/* over the runs */
+	uint64		keys;
+	uint64		entries[AMQ_BUILD_SHAPES];
+	uint64		everywhere[AMQ_BUILD_SHAPES];
+	double		read[AMQ_BUILD_SHAPES];	/* first-size ranges a lookup of each
+										 * key reads, summed */
+} BuildShapes;
+
+static void
+shapes_run_start(BuildShapes *sh)
+{
+	memset(sh->distinct, 0, sizeof(sh->distinct));
+}
+
+/* A range of the run (not "everywhere"), after those below it. */
+static void
+shapes_add(BuildShapes *sh, uint32 range)
+{
+	int			i;
+
+	for (i = 0; i < sh->n; i++)
+	{
+		uint32		v = range >> i;
+
+		if (sh->distinct[i] == 0 || v != sh->last[i])
+		{
+			if (sh->distinct[i] <= AMQ_RT_MAX_RANGES)
+				sh->distinct[i]++;
+			sh->last[i] = v;
+		}
+	}
+}
+
+/* The run ends; everywhere: one of its ranges was past the last number. */
+static void
+shapes_run_end(BuildShapes *sh, bool everywhere)
+{
+	int			i;
+
+	sh->keys++;
+	for (i = 0; i < sh->n; i++)
+	{
+		if (everywhere || sh->distinct[i] > AMQ_RT_MAX_RANGES)
+		{
+			sh->entries[i]++;
+			sh->everywhere[i]++;
+			sh->read[i] += sh->table_ranges;
+		}
+		else
+		{
+			sh->entries[i] += sh->distinct[i];
+			sh->read[i] += (double) sh->distinct[i] * ((uint64) 1 << i);
+		}
+	}
+}
+
+/*
+ * The size of range (as a shift of the first) whose lookups read least: of
+ * a value the table holds, its ranges, or the table for an "everywhere"
+ * one; of one it does not, at rate p, the ranges of the entry it matches.
+ * A key whose rows cluster in a few dozen blocks (a date of an
+ * append-mostly table) is "everywhere" at one block a range and keeps its
+ * ranges at a few: each of its lookups reads those blocks, not the table.
+ * Scattered keys gain nothing from larger ranges, which cost every lookup
+ * more, and keep the first size.
+ */
+static int
+shapes_best(const BuildShapes *sh, double p)
+{
+	int			best = 0;
+	double		best_cost = 0.0;
+	int			i;
+
+	if (sh->keys == 0)
+		return 0;
+	for (i = 0; i < sh->n; i++)
+	{
+		double		share = (double) sh->everywhere[i] / sh->keys;
+		double		cost = sh->read[i] / sh->keys +
+			p * (share * sh->table_ranges + (1.0 - share) * ((uint64) 1 << i));
+
+		/* a larger size must read less by a tenth: ties keep lookups fine */
+		if (i == 0 || cost < best_cost * 0.9)
+		{
+			best = i;
+			best_cost = cost;
+		}
+	}
+	return best;
 }
 
 /* Tries at sizing a build's generation (index_build: fill_pages). */
@@ -551,6 +640,8 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 		}
 		if (!more)
 			break;
+		if (range != amq_rt_everywhere(&state->geom))
+			range >>= state->range_shift;
 		if (!started || hash != run_hash)
 		{
 			started = true;
@@ -591,9 +682,8 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	uint64		run_hash = 0;
 	uint32		range;
 	uint32		prev_range = 0;
-	int			run_ranges = 0;	/* distinct ranges of the run, counted to
-								 * one past the most a key has */
 	bool		run_everywhere = false;	/* a range of the run is "everywhere" */
+	BuildShapes shapes;
 	uint64		keys = 0;
 	uint64		everywhere = 0;
 	bool		started = false;
@@ -611,6 +701,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	state.values = 0;
 	state.lo = PG_INT64_MAX;	/* none yet: lo > hi */
 	state.hi = PG_INT64_MIN;
+	state.range_shift = 0;
 	state.tmpcxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "amqfilter index build",
 										 ALLOCSET_DEFAULT_SIZES);
@@ -635,30 +726,47 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	/*
 	 * The entries the pairs make, counted in the sorted pairs: a key's
 	 * distinct ranges, or one "everywhere" past AMQ_RT_MAX_RANGES of them
-	 * (a range past the last number is "everywhere" already).
+	 * (a range past the last number is "everywhere" already); and, when
+	 * pages_per_range is left to the build, the same at larger ranges, of
+	 * which it takes the size whose lookups read least (shapes_best).
 	 */
+	memset(&shapes, 0, sizeof(shapes));
+	shapes.table_ranges = Max(ceil((double) RelationGetNumberOfBlocks(heap) /
+								   state.gen.pages_per_range), 1.0);
+	shapes.n = 1;
+	if (amq_index_option_pages_per_range(index) == 0)
+		while (shapes.n < AMQ_BUILD_SHAPES &&
+			   ((uint64) state.gen.pages_per_range << shapes.n) <= AMQ_INDEX_MAX_PAGES_PER_RANGE &&
+			   shapes.table_ranges / ((uint64) 1 << shapes.n) >= 4 * AMQ_RT_MAX_RANGES)
+			shapes.n++;
 	while (next_pair(state.sort, &hash, &range))
 	{
 		if (!started || hash != run_hash)
 		{
 			if (started)
-				count_run(&entries, &keys, &everywhere, run_ranges, run_everywhere);
+				shapes_run_end(&shapes, run_everywhere);
 			started = true;
 			run_hash = hash;
-			run_ranges = 0;
 			run_everywhere = false;
-			if ((keys & 0xFFFF) == 0)
+			shapes_run_start(&shapes);
+			if ((shapes.keys & 0xFFFF) == 0)
 				CHECK_FOR_INTERRUPTS();
 		}
 		else if (range == prev_range)
 			continue;
-		if (run_ranges <= AMQ_RT_MAX_RANGES)
-			run_ranges++;
-		run_everywhere |= range == amq_rt_everywhere(&state.geom);
+		if (range == amq_rt_everywhere(&state.geom))
+			run_everywhere = true;
+		else
+			shapes_add(&shapes, range);
 		prev_range = range;
 	}
 	if (started)
-		count_run(&entries, &keys, &everywhere, run_ranges, run_everywhere);
+		shapes_run_end(&shapes, run_everywhere);
+	state.range_shift = shapes_best(&shapes, p);
+	state.gen.pages_per_range <<= state.range_shift;
+	keys = shapes.keys;
+	entries = shapes.entries[state.range_shift];
+	everywhere = shapes.everywhere[state.range_shift];
 
 	/*
 	 * Sized for the entries, at AMQ_INDEX_LOAD: a table of keys with several

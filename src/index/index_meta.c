@@ -56,7 +56,7 @@ amq_index_register_options(void)
 		);
 	add_int_reloption(amq_relopt_kind, "pages_per_range",
 					  "Table blocks per range a lookup reads; 0 chooses from the table's size",
-					  0, 0, 1 << 20
+					  0, 0, AMQ_INDEX_MAX_PAGES_PER_RANGE
 #if PG_VERSION_NUM >= 130000
 					  ,AccessExclusiveLock
 #endif
