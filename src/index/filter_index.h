@@ -34,6 +34,8 @@
 
 #include "postgres.h"
 
+#include "glue/pg_compat.h"
+
 #include "access/amapi.h"
 #include "access/genam.h"
 #include "nodes/pathnodes.h"

@@ -247,7 +247,7 @@ skip_get_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
 		IndexOptInfo *index = lfirst_node(IndexOptInfo, lc);
 		ListCell   *lc2;
 
-		if (index->amcostestimate != (void (*) ()) amq_index_costestimate ||
+		if ((void *) index->amcostestimate != (void *) amq_index_costestimate ||
 			index->indpred != NIL || index->nkeycolumns != 1 || index->indexkeys[0] <= 0)
 			continue;
 		foreach(lc2, parent->baserestrictinfo)
@@ -719,7 +719,7 @@ skipping_append(Rewrite *rw, Append *append, Cost *saved)
 	CustomScan *cscan;
 	int			i;
 
-	if (n == 0 || append->plan.parallel_aware || append->part_prune_info != NULL ||
+	if (n == 0 || append->plan.parallel_aware || amq_append_prunes_at_run_time(append) ||
 		append->nasyncplans > 0 || append->first_partial_plan < n ||
 		append_has_rls(rw, append))
 		return NULL;

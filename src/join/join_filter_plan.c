@@ -606,7 +606,8 @@ add_filter(Rewrite *rw, HashJoin *join)
 	hash->plan.lefttree->parallel_aware = hash->plan.parallel_aware;
 	if (remote.scans > 0)
 	{
-		Plan	   *outer = outerPlan(join);
+		/* the outer side as placing the probe left it */
+		Plan	   *probe_side = outerPlan(join);
 
 		/*
 		 * A hash join reads a probe-side row before building when its outer
@@ -615,9 +616,9 @@ add_filter(Rewrite *rw, HashJoin *join)
 		 * Its startup cost is raised to the Hash's, which keeps the join from
 		 * looking first (the plan was chosen already; only EXPLAIN shows it).
 		 */
-		outer->startup_cost = Max(outer->startup_cost, hash->plan.total_cost);
-		if (outer->total_cost < outer->startup_cost)
-			outer->total_cost = outer->startup_cost;
+		probe_side->startup_cost = Max(probe_side->startup_cost, hash->plan.total_cost);
+		if (probe_side->total_cost < probe_side->startup_cost)
+			probe_side->total_cost = probe_side->startup_cost;
 	}
 }
 
