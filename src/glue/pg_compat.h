@@ -18,7 +18,13 @@
 
 #include "postgres.h"
 
+#include "access/amapi.h"
+#include "access/tableam.h"
 #include "commands/explain.h"
+#include "executor/executor.h"
+#include "executor/instrument.h"
+#include "nodes/params.h"
+#include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
 
 /* varlena headers and TOAST pointers: varatt.h, out of postgres.h, since 16 */
@@ -55,6 +61,102 @@ amq_append_prunes_at_run_time(const Append *append)
 	return append->part_prune_index >= 0;
 #else
 	return append->part_prune_info != NULL;
+#endif
+}
+
+/*
+ * A plan node's instrumentation: Instrumentation, the struct EXPLAIN ANALYZE
+ * counts in, is NodeInstrumentation for plan nodes since 19
+ */
+#if PG_VERSION_NUM < 190000
+typedef Instrumentation NodeInstrumentation;
+#endif
+
+/*
+ * The planner hook's parameters, to declare a hook and to pass them on: 19
+ * adds the ExplainState of an EXPLAIN that plans (NULL for any other)
+ */
+#if PG_VERSION_NUM >= 190000
+#define AMQ_PLANNER_HOOK_PARAMS Query *parse, const char *query_string, \
+	int cursorOptions, ParamListInfo boundParams, ExplainState *es
+#define AMQ_PLANNER_HOOK_ARGS parse, query_string, cursorOptions, boundParams, es
+#else
+#define AMQ_PLANNER_HOOK_PARAMS Query *parse, const char *query_string, \
+	int cursorOptions, ParamListInfo boundParams
+#define AMQ_PLANNER_HOOK_ARGS parse, query_string, cursorOptions, boundParams
+#endif
+
+/*
+ * What an index access method's handler returns.  19 takes a routine the AM
+ * allocates statically and never copies nor frees it; before 19 the caller
+ * copies what it gets and pfrees it, so it gets a palloc'd copy.
+ */
+static inline Datum
+amq_index_am_routine_datum(const IndexAmRoutine *routine)
+{
+#if PG_VERSION_NUM >= 190000
+	return PointerGetDatum(routine);
+#else
+	IndexAmRoutine *copy = palloc(sizeof(IndexAmRoutine));
+
+	memcpy(copy, routine, sizeof(IndexAmRoutine));
+	return PointerGetDatum(copy);
+#endif
+}
+
+/*
+ * The scan slot of a node that reads a table's rows, as a SeqScan makes its
+ * own: 19 takes the slot's flags, and a table's stored rows obey its NOT NULL
+ * constraints, which lets 19 deform them faster
+ */
+static inline void
+amq_init_table_scan_slot(EState *estate, ScanState *ss, Relation rel)
+{
+#if PG_VERSION_NUM >= 190000
+	ExecInitScanTupleSlot(estate, ss, RelationGetDescr(rel), table_slot_callbacks(rel),
+						  TTS_FLAG_OBEYS_NOT_NULL_CONSTRAINTS);
+#else
+	ExecInitScanTupleSlot(estate, ss, RelationGetDescr(rel), table_slot_callbacks(rel));
+#endif
+}
+
+/*
+ * Table scans begun for a scan node, with the options a SeqScan begins its
+ * own with: the caller passes them since 19 (the relation read only where
+ * the statement only reads it, a hint; its I/O counted where EXPLAIN asks)
+ */
+#if PG_VERSION_NUM >= 190000
+static inline uint32
+amq_scan_options(ScanState *ss)
+{
+	uint32		options = SO_NONE;
+
+	if (ScanRelIsReadOnly(ss))
+		options |= SO_HINT_REL_READ_ONLY;
+	if (ss->ps.state->es_instrument & INSTRUMENT_IO)
+		options |= SO_SCAN_INSTRUMENT;
+	return options;
+}
+#endif
+
+static inline TableScanDesc
+amq_table_beginscan(ScanState *ss, Relation rel, Snapshot snapshot)
+{
+#if PG_VERSION_NUM >= 190000
+	return table_beginscan(rel, snapshot, 0, NULL, amq_scan_options(ss));
+#else
+	return table_beginscan(rel, snapshot, 0, NULL);
+#endif
+}
+
+static inline TableScanDesc
+amq_table_beginscan_tidrange(ScanState *ss, Relation rel, Snapshot snapshot,
+							 ItemPointer mintid, ItemPointer maxtid)
+{
+#if PG_VERSION_NUM >= 190000
+	return table_beginscan_tidrange(rel, snapshot, mintid, maxtid, amq_scan_options(ss));
+#else
+	return table_beginscan_tidrange(rel, snapshot, mintid, maxtid);
 #endif
 }
 

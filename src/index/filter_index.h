@@ -41,6 +41,7 @@
 #include "nodes/pathnodes.h"
 #include "nodes/plannodes.h"
 #include "storage/block.h"
+#include "storage/bufpage.h"
 #include "utils/array.h"
 #include "utils/relcache.h"
 

@@ -32,6 +32,7 @@
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/tuplestore.h"
 
 #include "glue/amqfilter.h"
 #include "index/filter_index.h"

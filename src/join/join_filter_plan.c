@@ -53,6 +53,7 @@
 #include "postgres.h"
 
 #include "access/hash.h"
+#include "access/htup_details.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_type.h"
@@ -678,17 +679,16 @@ rewrite_tree(Rewrite *rw, Plan *plan)
 }
 
 static PlannedStmt *
-join_filter_planner(Query *parse, const char *query_string, int cursorOptions,
-					ParamListInfo boundParams)
+join_filter_planner(AMQ_PLANNER_HOOK_PARAMS)
 {
 	PlannedStmt *stmt;
 	Rewrite		rw;
 	ListCell   *lc;
 
 	if (prev_planner_hook)
-		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+		stmt = prev_planner_hook(AMQ_PLANNER_HOOK_ARGS);
 	else
-		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
+		stmt = standard_planner(AMQ_PLANNER_HOOK_ARGS);
 	if (!amq_join_filter || stmt->commandType == CMD_UTILITY)
 		return stmt;
 
