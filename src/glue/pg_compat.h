@@ -19,6 +19,8 @@
 #include "postgres.h"
 
 #include "access/amapi.h"
+#include "access/genam.h"
+#include "access/relscan.h"
 #include "access/tableam.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
@@ -101,6 +103,19 @@ amq_index_am_routine_datum(const IndexAmRoutine *routine)
 
 	memcpy(copy, routine, sizeof(IndexAmRoutine));
 	return PointerGetDatum(copy);
+#endif
+}
+
+/*
+ * A search of an index counted for EXPLAIN ANALYZE, which shows "Index
+ * Searches" since 18
+ */
+static inline void
+amq_explain_index_search(IndexScanDesc scan)
+{
+#if PG_VERSION_NUM >= 180000
+	if (scan->instrument)
+		scan->instrument->nsearches++;
 #endif
 }
 
