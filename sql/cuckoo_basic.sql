@@ -241,7 +241,8 @@ SELECT items, tables, round(load_factor::numeric, 3) AS load_factor,
   FROM cuckoo_info((SELECT cuckoo_agg(g, 10000, 0.01) FROM generate_series(1, 10000) g));
 
 -- every object of the extension has a comment (casts excepted: their
--- functions carry it)
+-- functions carry it; and the array types PostgreSQL makes for the types,
+-- members of the extension since PostgreSQL 17)
 SELECT pg_describe_object(d.classid, d.objid, 0) AS uncommented
   FROM pg_depend d
   LEFT JOIN pg_description c ON c.classoid = d.classid AND c.objoid = d.objid AND c.objsubid = 0
@@ -249,6 +250,7 @@ SELECT pg_describe_object(d.classid, d.objid, 0) AS uncommented
    AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'amqfilter')
    AND d.deptype = 'e'
    AND d.classid IN ('pg_proc'::regclass, 'pg_type'::regclass, 'pg_operator'::regclass)
+   AND NOT (d.classid = 'pg_type'::regclass AND d.objid IN (SELECT typarray FROM pg_type))
    AND c.description IS NULL
  ORDER BY 1;
 -- ... and the query above sees the cuckoo objects

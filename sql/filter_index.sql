@@ -39,7 +39,7 @@ SELECT c.relname, i.generations, i.build_entries,
  WHERE c.relname ~ '^fi_[0-9]_(c|t)_idx$' ORDER BY c.relname;
 
 -- a value no partition holds: no partition is read (index_skip.sql)
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF, TIMING OFF, SUMMARY OFF)
 SELECT * FROM fi WHERE c = -5;
 -- a value one partition holds: that one is read where the index says
 -- the value is, the others not at all

@@ -14,7 +14,7 @@ DECLARE
 	total bigint := 0;
 	m text[];
 BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
 		FOR m IN SELECT regexp_matches(line, '(exact|lossy)=([0-9]+)', 'g') LOOP
 			total := total + m[2]::bigint;
 		END LOOP;

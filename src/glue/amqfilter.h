@@ -26,6 +26,8 @@
 #define AMQFILTER_H
 
 #include "postgres.h"
+
+#include "glue/pg_compat.h"
 #include "fmgr.h"
 #include "nodes/nodes.h"
 #include "utils/memutils.h"
@@ -114,8 +116,8 @@ extern void amq_open_own(const AmqFormat *format, const void *data, size_t len,
 extern struct varlena *amq_filter_copy(const AmqFormat *format, const void *data,
 									   size_t len, void *copy);
 extern struct varlena *amq_empty_varlena(const AmqFormat *format);
-extern void amq_report_sizing(const AmqFormat *format, amq_status status,
-							  int64 n, double p, const char *hint) pg_attribute_noreturn();
+pg_noreturn extern void amq_report_sizing(const AmqFormat *format, amq_status status,
+										  int64 n, double p, const char *hint);
 extern const char *amq_format_p(double p);
 
 /*

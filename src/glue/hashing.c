@@ -540,10 +540,10 @@ amq_hasher_get(FunctionCallInfo fcinfo, int argno)
 	return cache->hasher;
 }
 
-static void report_family_mismatch(const AmqHasher *hasher, uint32 family,
-								   const char *typname) pg_attribute_noreturn();
-static void report_collation_mismatch(const AmqHasher *hasher, uint32 family,
-									  const char *typname) pg_attribute_noreturn();
+pg_noreturn static void report_family_mismatch(const AmqHasher *hasher, uint32 family,
+											   const char *typname);
+pg_noreturn static void report_collation_mismatch(const AmqHasher *hasher, uint32 family,
+												  const char *typname);
 
 /* Label hash of an enum value: the same after a restore renumbers its OID. */
 static uint64

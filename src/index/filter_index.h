@@ -34,11 +34,14 @@
 
 #include "postgres.h"
 
+#include "glue/pg_compat.h"
+
 #include "access/amapi.h"
 #include "access/genam.h"
 #include "nodes/pathnodes.h"
 #include "nodes/plannodes.h"
 #include "storage/block.h"
+#include "storage/bufpage.h"
 #include "utils/array.h"
 #include "utils/relcache.h"
 

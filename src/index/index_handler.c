@@ -164,63 +164,62 @@ amq_index_validate(Oid opclassoid)
 	return result;
 }
 
+/*
+ * The access method's routine.  The fields it does not name are false or
+ * NULL, the fields added since 15 among them: amsummarizing,
+ * amcanbuildparallel, aminsertcleanup (17), amcanhash,
+ * amconsistentequality, amconsistentordering, amgettreeheight and the
+ * strategy translations (18).
+ */
+static const IndexAmRoutine amq_index_routine = {
+	.type = T_IndexAmRoutine,
+	.amstrategies = AMQ_INDEX_NSTRATEGIES,
+	.amsupport = AMQ_INDEX_NPROCS,
+	.amoptsprocnum = 0,
+	.amcanorder = false,
+	.amcanorderbyop = false,
+	.amcanbackward = false,
+	.amcanunique = false,
+	.amcanmulticol = false,
+	.amoptionalkey = false,
+	.amsearcharray = true,
+	.amsearchnulls = false,
+	.amstorage = false,
+	.amclusterable = false,
+	.ampredlocks = false,
+	.amcanparallel = false,
+	.amcaninclude = false,
+	.amusemaintenanceworkmem = true,
+	.amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_CLEANUP,
+	.amkeytype = InvalidOid,
+
+	.ambuild = amq_index_build,
+	.ambuildempty = amq_index_buildempty,
+	.aminsert = amq_index_insert,
+	.ambulkdelete = amq_index_bulkdelete,
+	.amvacuumcleanup = amq_index_vacuumcleanup,
+	.amcanreturn = NULL,
+	.amcostestimate = amq_index_costestimate,
+	.amoptions = amq_index_options,
+	.amproperty = NULL,
+	.ambuildphasename = NULL,
+	.amvalidate = amq_index_validate,
+	.amadjustmembers = NULL,
+	.ambeginscan = amq_index_beginscan,
+	.amrescan = amq_index_rescan,
+	.amgettuple = NULL,
+	.amgetbitmap = amq_index_getbitmap,
+	.amendscan = amq_index_endscan,
+	.ammarkpos = NULL,
+	.amrestrpos = NULL,
+	.amestimateparallelscan = NULL,
+	.aminitparallelscan = NULL,
+	.amparallelrescan = NULL,
+};
+
 /* amqfilter_index_handler(internal) -> index_am_handler */
 Datum
 amqfilter_index_handler(PG_FUNCTION_ARGS)
 {
-	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
-
-	amroutine->amstrategies = AMQ_INDEX_NSTRATEGIES;
-	amroutine->amsupport = AMQ_INDEX_NPROCS;
-	amroutine->amoptsprocnum = 0;
-	amroutine->amcanorder = false;
-	amroutine->amcanorderbyop = false;
-	amroutine->amcanbackward = false;
-	amroutine->amcanunique = false;
-	amroutine->amcanmulticol = false;
-	amroutine->amoptionalkey = false;
-	amroutine->amsearcharray = true;
-	amroutine->amsearchnulls = false;
-	amroutine->amstorage = false;
-	amroutine->amclusterable = false;
-	amroutine->ampredlocks = false;
-	amroutine->amcanparallel = false;
-	amroutine->amcaninclude = false;
-	amroutine->amusemaintenanceworkmem = true;
-#if PG_VERSION_NUM >= 170000
-	amroutine->amsummarizing = false;
-	amroutine->amcanbuildparallel = false;
-#endif
-	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_CLEANUP;
-	amroutine->amkeytype = InvalidOid;
-
-	amroutine->ambuild = amq_index_build;
-	amroutine->ambuildempty = amq_index_buildempty;
-	amroutine->aminsert = amq_index_insert;
-#if PG_VERSION_NUM >= 170000
-	amroutine->aminsertcleanup = NULL;
-#endif
-	amroutine->ambulkdelete = amq_index_bulkdelete;
-	amroutine->amvacuumcleanup = amq_index_vacuumcleanup;
-	amroutine->amcanreturn = NULL;
-	amroutine->amcostestimate = amq_index_costestimate;
-	amroutine->amoptions = amq_index_options;
-	amroutine->amproperty = NULL;
-	amroutine->ambuildphasename = NULL;
-	amroutine->amvalidate = amq_index_validate;
-#if PG_VERSION_NUM >= 130000
-	amroutine->amadjustmembers = NULL;
-#endif
-	amroutine->ambeginscan = amq_index_beginscan;
-	amroutine->amrescan = amq_index_rescan;
-	amroutine->amgettuple = NULL;
-	amroutine->amgetbitmap = amq_index_getbitmap;
-	amroutine->amendscan = amq_index_endscan;
-	amroutine->ammarkpos = NULL;
-	amroutine->amrestrpos = NULL;
-	amroutine->amestimateparallelscan = NULL;
-	amroutine->aminitparallelscan = NULL;
-	amroutine->amparallelrescan = NULL;
-
-	PG_RETURN_POINTER(amroutine);
+	return amq_index_am_routine_datum(&amq_index_routine);
 }

@@ -166,9 +166,8 @@ amq_index_page_make_whole(Page page)
  * corrupted page is an error in the statement, never a wild write (generic
  * WAL trusts pd_lower and pd_upper to find the page's hole) or read.
  */
-static void
-page_corrupted(Relation index, BlockNumber blkno, const char *detail)
-	pg_attribute_noreturn();
+pg_noreturn static void
+page_corrupted(Relation index, BlockNumber blkno, const char *detail);
 
 static void
 page_corrupted(Relation index, BlockNumber blkno, const char *detail)

@@ -44,6 +44,7 @@
 #include "nodes/tidbitmap.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
+#include "pgstat.h"
 #include "parser/parse_coerce.h"
 #include "parser/parsetree.h"
 #include "storage/bufmgr.h"
@@ -447,6 +448,9 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	int64		blocks = 0;
 	int			i;
 
+	/* one search, as pg_stat_user_indexes and EXPLAIN count them */
+	pgstat_count_index_scan(scan->indexRelation);
+	amq_explain_index_search(scan);
 	/* this backend's own inserts first (index_insert.c) */
 	amq_index_flush(RelationGetRelid(scan->indexRelation));
 	amq_index_read_meta(scan->indexRelation, &meta);

@@ -8,7 +8,8 @@
  * Planning.  With "key = constant" on a partitioned table (a literal, or a
  * custom plan's parameter), each partition with an amqfilter index on the
  * key gets one path, an "AmqFilter Scan", and its indexes are never costed
- * (get_relation_info_hook, set_rel_pathlist_hook).  The scan probes the
+ * (get_relation_info_hook, build_simple_rel_hook on 19, and
+ * set_rel_pathlist_hook).  The scan probes the
  * index when it starts and reads only the block ranges the probe returns
  * (TID range scans), none if the index rules the value out.  Why not probe
  * while planning and drop the partition, as partition pruning drops
@@ -95,7 +96,11 @@
 
 bool		amq_index_skip = true;
 
+#if PG_VERSION_NUM >= 190000
+static build_simple_rel_hook_type prev_build_simple_rel = NULL;
+#else
 static get_relation_info_hook_type prev_get_relation_info = NULL;
+#endif
 static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
 static planner_hook_type prev_planner = NULL;
 
@@ -223,11 +228,11 @@ clause_value(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
  * Finds, for a partition, an amqfilter index on a column its partitioned
  * table's clauses give a constant; records the pair, and leaves the
  * partition's indexes to no costing: its one path will be an AmqFilter
- * Scan.
+ * Scan.  Runs once the catalogs' information is in rel: from
+ * get_relation_info_hook, or build_simple_rel_hook on 19, which has none.
  */
 static void
-skip_get_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
-					   RelOptInfo *rel)
+skip_relation_info(PlannerInfo *root, bool inhparent, RelOptInfo *rel)
 {
 	int			top;
 	RelOptInfo *parent;
@@ -235,8 +240,6 @@ skip_get_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
 	ListCell   *lc;
 	bool		checked_access = false;
 
-	if (prev_get_relation_info)
-		prev_get_relation_info(root, relationObjectId, inhparent, rel);
 	if (!amq_index_skip || inhparent || rel->reloptkind != RELOPT_OTHER_MEMBER_REL ||
 		root->parse->commandType != CMD_SELECT || root->parse->rowMarks != NIL ||
 		rel->indexlist == NIL || !bms_get_singleton_member(rel->top_parent_relids, &top))
@@ -251,7 +254,7 @@ skip_get_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
 		IndexOptInfo *index = lfirst_node(IndexOptInfo, lc);
 		ListCell   *lc2;
 
-		if (index->amcostestimate != (void (*) ()) amq_index_costestimate ||
+		if ((void *) index->amcostestimate != (void *) amq_index_costestimate ||
 			index->indpred != NIL || index->nkeycolumns != 1 || index->indexkeys[0] <= 0)
 			continue;
 		foreach(lc2, parent->baserestrictinfo)
@@ -286,6 +289,26 @@ skip_get_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
 		}
 	}
 }
+
+#if PG_VERSION_NUM >= 190000
+static void
+skip_build_simple_rel(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
+{
+	if (prev_build_simple_rel)
+		prev_build_simple_rel(root, rel, rte);
+	if (rte->rtekind == RTE_RELATION)
+		skip_relation_info(root, rte->inh, rel);
+}
+#else
+static void
+skip_get_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
+					   RelOptInfo *rel)
+{
+	if (prev_get_relation_info)
+		prev_get_relation_info(root, relationObjectId, inhparent, rel);
+	skip_relation_info(root, inhparent, rel);
+}
+#endif
 
 /*
  * The partition's entry, or NULL.  Partitions get their paths in the order
@@ -474,8 +497,7 @@ begin_probed(CustomScanState *node, EState *estate, int eflags)
 	 * are compiled again for it: compiled for the virtual slot a custom scan
 	 * gets, they would read columns a table's slot has not yet deformed.
 	 */
-	ExecInitScanTupleSlot(estate, &node->ss, RelationGetDescr(rel),
-						  table_slot_callbacks(rel));
+	amq_init_table_scan_slot(estate, &node->ss, rel);
 	node->ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &node->ss.ps);
 	ExecAssignScanProjectionInfoWithVarno(&node->ss, cscan->scan.scanrelid);
 	st->slot = node->ss.ss_ScanTupleSlot;
@@ -500,7 +522,7 @@ next_range(ProbedScanState *st)
 		if (st->next_range > 0)
 			return false;
 		st->next_range = 1;
-		st->scan = table_beginscan(rel, snapshot, 0, NULL);
+		st->scan = amq_table_beginscan(&st->css.ss, rel, snapshot);
 		return true;
 	}
 	if (st->next_range >= st->ranges.n)
@@ -511,7 +533,7 @@ next_range(ProbedScanState *st)
 	st->blocks += st->ranges.len[st->next_range];
 	st->next_range++;
 	if (st->scan == NULL)
-		st->scan = table_beginscan_tidrange(rel, snapshot, &mintid, &maxtid);
+		st->scan = amq_table_beginscan_tidrange(&st->css.ss, rel, snapshot, &mintid, &maxtid);
 	else
 		table_rescan_tidrange(st->scan, &mintid, &maxtid);
 	return true;
@@ -751,7 +773,7 @@ skipping_append(Rewrite *rw, Append *append, Cost *saved)
 	CustomScan *cscan;
 	int			i;
 
-	if (n == 0 || append->plan.parallel_aware || append->part_prune_info != NULL ||
+	if (n == 0 || append->plan.parallel_aware || amq_append_prunes_at_run_time(append) ||
 		append->nasyncplans > 0 || append->first_partial_plan < n ||
 		append_has_rls(rw, append))
 		return NULL;
@@ -880,8 +902,7 @@ rewrite_tree(Rewrite *rw, Plan **slot, bool under_gather)
 }
 
 static PlannedStmt *
-skip_planner(Query *parse, const char *query_string, int cursorOptions,
-			 ParamListInfo boundParams)
+skip_planner(AMQ_PLANNER_HOOK_PARAMS)
 {
 	PlannedStmt *stmt;
 	int			nkept;
@@ -902,9 +923,9 @@ skip_planner(Query *parse, const char *query_string, int cursorOptions,
 	PG_TRY();
 	{
 		if (prev_planner)
-			stmt = prev_planner(parse, query_string, cursorOptions, boundParams);
+			stmt = prev_planner(AMQ_PLANNER_HOOK_ARGS);
 		else
-			stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
+			stmt = standard_planner(AMQ_PLANNER_HOOK_ARGS);
 	}
 	PG_FINALLY();
 	{
@@ -1332,8 +1353,13 @@ amq_index_skip_init(void)
 							 NULL, NULL, NULL);
 	RegisterCustomScanMethods(&probed_scan_methods);
 	RegisterCustomScanMethods(&append_scan_methods);
+#if PG_VERSION_NUM >= 190000
+	prev_build_simple_rel = build_simple_rel_hook;
+	build_simple_rel_hook = skip_build_simple_rel;
+#else
 	prev_get_relation_info = get_relation_info_hook;
 	get_relation_info_hook = skip_get_relation_info;
+#endif
 	prev_set_rel_pathlist = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = skip_set_rel_pathlist;
 	prev_planner = planner_hook;

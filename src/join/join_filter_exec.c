@@ -1147,8 +1147,8 @@ probe_read_ranges(JoinFilterState *node, const AmqIndexRanges *ranges,
 	if (seq->ss.ss_currentScanDesc == NULL)
 	{
 		/* as the scan would begin it at its first row */
-		seq->ss.ss_currentScanDesc = table_beginscan(rel, seq->ss.ps.state->es_snapshot,
-													 0, NULL);
+		seq->ss.ss_currentScanDesc = amq_table_beginscan(&seq->ss, rel,
+														 seq->ss.ps.state->es_snapshot);
 		node->range_scan_ours = true;
 	}
 	else
@@ -1267,7 +1267,7 @@ static void
 probe_explain(CustomScanState *css, List *ancestors, ExplainState *es)
 {
 	JoinFilterState *node = (JoinFilterState *) css;
-	Instrumentation *instr = css->ss.ps.instrument;
+	NodeInstrumentation *instr = css->ss.ps.instrument;
 
 	explain_keys(node, ancestors, es);
 	if (!es->analyze || instr == NULL)

@@ -53,6 +53,7 @@
 #include "postgres.h"
 
 #include "access/hash.h"
+#include "access/htup_details.h"
 #include "access/parallel.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_amop.h"
@@ -697,7 +698,8 @@ add_filter(Rewrite *rw, HashJoin *join)
 	hash->plan.lefttree->parallel_aware = hash->plan.parallel_aware;
 	if (remote.scans > 0)
 	{
-		Plan	   *outer = outerPlan(join);
+		/* the outer side as placing the probe left it */
+		Plan	   *probe_side = outerPlan(join);
 
 		/*
 		 * A hash join reads a probe-side row before building when its outer
@@ -706,9 +708,9 @@ add_filter(Rewrite *rw, HashJoin *join)
 		 * Its startup cost is raised to the Hash's, which keeps the join from
 		 * looking first (the plan was chosen already; only EXPLAIN shows it).
 		 */
-		outer->startup_cost = Max(outer->startup_cost, hash->plan.total_cost);
-		if (outer->total_cost < outer->startup_cost)
-			outer->total_cost = outer->startup_cost;
+		probe_side->startup_cost = Max(probe_side->startup_cost, hash->plan.total_cost);
+		if (probe_side->total_cost < probe_side->startup_cost)
+			probe_side->total_cost = probe_side->startup_cost;
 	}
 }
 
@@ -771,16 +773,15 @@ rewrite_tree(Rewrite *rw, Plan *plan)
 static bool planned_through_hook = false;
 
 static PlannedStmt *
-join_filter_planner(Query *parse, const char *query_string, int cursorOptions,
-					ParamListInfo boundParams)
+join_filter_planner(AMQ_PLANNER_HOOK_PARAMS)
 {
 	PlannedStmt *stmt;
 
 	planned_through_hook = true;
 	if (prev_planner_hook)
-		stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+		stmt = prev_planner_hook(AMQ_PLANNER_HOOK_ARGS);
 	else
-		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
+		stmt = standard_planner(AMQ_PLANNER_HOOK_ARGS);
 	amq_join_filter_rewrite(stmt);
 	return stmt;
 }

@@ -57,13 +57,13 @@ extern void amq_bloom_merge(amq_bloom_view *dst, const amq_bloom_view *src,
 							bool intersect);
 extern void amq_bloom_add_or_error(amq_bloom_view *view, const uint64 *hashes,
 								   int count, uint32 family);
-extern void amq_report_bloom_full(void) pg_attribute_noreturn();
+pg_noreturn extern void amq_report_bloom_full(void);
 /* bloom_ops.c */
 extern void amq_bloom_warn_if_overfilled(const void *filter);
 extern int	amq_bloom_parse_layout(text *layout);
 extern const char *amq_bloom_layout_name(int layout);
-extern void amq_report_bloom_mismatch(amq_status status,
-									  const amq_bloom_view *a,
-									  const amq_bloom_view *b) pg_attribute_noreturn();
+pg_noreturn extern void amq_report_bloom_mismatch(amq_status status,
+												  const amq_bloom_view *a,
+												  const amq_bloom_view *b);
 
 #endif							/* BLOOM_TYPE_H */

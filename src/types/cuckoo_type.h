@@ -64,8 +64,8 @@ amq_cuckoo_to_varlena(const amq_cuckoo_view *src, amq_cuckoo_view *copy)
 
 /* cuckoo_ops.c */
 extern void amq_cuckoo_warn_if_overfilled(const void *filter);
-extern void amq_report_cuckoo_mismatch(amq_status status,
-									   const amq_cuckoo_view *a,
-									   const amq_cuckoo_view *b) pg_attribute_noreturn();
+pg_noreturn extern void amq_report_cuckoo_mismatch(amq_status status,
+												   const amq_cuckoo_view *a,
+												   const amq_cuckoo_view *b);
 
 #endif							/* CUCKOO_TYPE_H */
