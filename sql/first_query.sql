@@ -24,7 +24,7 @@ GRANT SELECT ON fq, fq_keys, fq_plain TO fq_app;
 
 -- a new session's first query: partitions removed when the plan starts
 \c - fq_app
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM fq WHERE k = 1505;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) SELECT count(*) FROM fq WHERE k = 1505;
 SELECT count(*) FROM fq WHERE k = 1505;
 \c - fq_app
 SELECT count(*) FROM fq WHERE k = -5;

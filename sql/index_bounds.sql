@@ -31,7 +31,7 @@ DECLARE
   r text;
 BEGIN
   skipped := 0; read := 0;
-  FOR r IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+  FOR r IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) ' || q LOOP
     IF r ~ 'Skipped by Filter Index: 1 of 1' THEN skipped := skipped + 1; END IF;
     IF r ~ 'Seq Scan on ib_[0-9]+ .*actual rows=[1-9]' THEN read := read + 1; END IF;
   END LOOP;
@@ -47,13 +47,13 @@ RESET enable_nestloop;
 RESET enable_mergejoin;
 
 -- a constant outside every partition's values: no page read, none kept
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM ib WHERE cust = 999999;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM ib WHERE cust = -1;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) SELECT count(*) FROM ib WHERE cust = 999999;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) SELECT count(*) FROM ib WHERE cust = -1;
 -- of another integer width; a generic plan's parameter; an array
 SELECT count(*) FROM ib WHERE cust = 12000::int4;
 PREPARE ib_q(int8) AS SELECT count(*) FROM ib WHERE cust = $1;
 SET plan_cache_mode = force_generic_plan;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE ib_q(999999);
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) EXECUTE ib_q(999999);
 EXECUTE ib_q(12000);
 RESET plan_cache_mode;
 SELECT count(*) FROM ib WHERE cust = ANY (ARRAY[999999, 12000, -1]::int8[]);

@@ -53,7 +53,7 @@ INSERT INTO sr_gen VALUES (1, 42);
 ANALYZE sr_gen;
 SELECT generations, pages_per_range FROM amqfilter_index_info('sr_gen_1_k_idx');
 SELECT pg_relation_size('sr_gen_1') / current_setting('block_size')::int AS table_blocks;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM sr_gen WHERE k = 42;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) SELECT count(*) FROM sr_gen WHERE k = 42;
 SELECT count(*) FROM sr_gen WHERE k = 42;
 SELECT count(*) FROM sr_gen WHERE k IN (42);
 SELECT ctid, k FROM sr_gen WHERE k = 42 ORDER BY ctid;

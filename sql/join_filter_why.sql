@@ -17,7 +17,7 @@ ANALYZE jw_big, jw_most, jw_few;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM jw_big b JOIN jw_most m ON m.id = b.dim_id;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM jw_big b JOIN jw_most m ON m.id = b.dim_id;
 -- a probe side too small to gain; run, with its rows passed on
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
   SELECT count(*) FROM jw_most b JOIN jw_few m ON m.id = b.id;
 SELECT count(*) FROM jw_most b JOIN jw_few m ON m.id = b.id;
 -- a build side estimated past the keys a filter holds
@@ -30,7 +30,7 @@ SELECT count(*) FROM jw_big b JOIN jw_few m ON m.id = b.dim_id;
 -- in a function's plan, planned under EXPLAIN's portal too: the same rows
 CREATE FUNCTION jw_count() RETURNS bigint LANGUAGE sql STABLE
   AS $$ SELECT count(*) FROM jw_big b JOIN jw_most m ON m.id = b.dim_id $$;
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT jw_count();
+EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) SELECT jw_count();
 SELECT jw_count();
 
 DROP FUNCTION jw_count();
