@@ -140,11 +140,14 @@ BEGIN
   ALTER INDEX ao_k SET (false_positive_rate = 0.06);
   RETURN 1;
 END $$;
-SET force_parallel_mode = on;
+-- force_parallel_mode before PostgreSQL 16, debug_parallel_query since
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'on', false) AS parallel;
 \set VERBOSITY terse
 SELECT ao_set_parallel();
 \set VERBOSITY default
-RESET force_parallel_mode;
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'off', false) AS parallel;
 SELECT count(*) AS changed FROM ao_options() WHERE options IS NOT NULL;
 
 -- under session_replication_role = replica, a session's first statement
