@@ -19,8 +19,7 @@ INSERT INTO sr_mixed SELECT 3, g % 50, 'w' || g FROM generate_series(1, 2000) g;
 CREATE INDEX ON sr_mixed_1 USING amqfilter (k);
 CREATE INDEX ON sr_mixed_3 (k);
 ANALYZE sr_mixed;
-EXPLAIN (COSTS OFF)
-  SELECT string_agg(x::text, ',' ORDER BY x.v) FROM (SELECT * FROM sr_mixed WHERE k = 5) x;
+EXPLAIN (COSTS OFF) SELECT * FROM sr_mixed WHERE k = 5;
 SELECT count(*), md5(string_agg(x::text, ',' ORDER BY x.v))
   FROM (SELECT * FROM sr_mixed WHERE k = 5) x;
 -- whole rows, a column past the first, an expression over them
