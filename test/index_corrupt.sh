@@ -92,14 +92,20 @@ for index in zeroed lowered; do
 		"INSERT INTO $index SELECT g FROM generate_series(30001, 32000) g"
 	expect_state XX002 "$index: COPY" \
 		"COPY $index FROM PROGRAM 'seq 40001 42000'"
-	expect_state XX002 "$index: bloom_index_contains" \
+	# lowered_k was built over no row: its metapage's bounds hold no value,
+	# so a probe rules every value out without reading a page, the broken
+	# one included (a "no" the index proves): the probes answer
+	probe_state=XX002
+	[ "$index" = lowered ] && probe_state=ok
+	expect_state $probe_state "$index: bloom_index_contains" \
 		"SELECT count(*) FROM generate_series(1, 2000) g WHERE bloom_index_contains('${index}_k', g::int8)"
 	expect_state XX002 "$index: amqfilter_index_info" \
 		"SELECT * FROM amqfilter_index_info('${index}_k')"
-	# one scan per absent key: some key's probe reads the corrupted page
-	expect_state XX002 "$index: bitmap scans" \
+	# one scan per key the table holds (a key outside the index's bounds
+	# reads no page): some key's probe reads the corrupted page
+	expect_state $probe_state "$index: bitmap scans" \
 		"SET enable_seqscan = off;
-		 DO \$\$ BEGIN FOR v IN 1000001 .. 1000200 LOOP
+		 DO \$\$ BEGIN FOR v IN 1 .. 200 LOOP
 			PERFORM count(*) FROM $index WHERE k = v;
 		 END LOOP; END \$\$"
 done
