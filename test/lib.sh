@@ -3,10 +3,12 @@
 #
 # Source it from a bash script that runs with `set -euo pipefail`:
 #
-#   ensure_packages      install PostgreSQL 15, its server headers and a C toolchain
+#   ensure_packages      install PostgreSQL (AMQ_PG_MAJOR), its server headers and a C
+#                        toolchain
+#   ensure_toolchain     the same without PostgreSQL
 #   install_packages MISSING PKG...
 #                        apt-get install PKG as root, else stop naming MISSING
-#   ensure_hll           the hll extension (postgresql-15-hll) in PG_BIN's PostgreSQL
+#   ensure_hll           the hll extension (postgresql-N-hll) in PG_BIN's PostgreSQL
 #   build_and_install    -Werror build of the extension, then `make install`
 #   bench_build_and_install
 #                        the same for a benchmark, unless AMQ_BENCH_SKIP_BUILD=1
@@ -16,10 +18,11 @@
 #                        the lines that open a section: script, date, commit, CPU, load
 #   shown_ms MS, ratio A B [DECIMALS]
 #                        a time or "> N (timeout)", a ratio or "n/a", for results tables
-#   pgxs_make ARGS...    make in the repository against PostgreSQL 15
-#   start_cluster [--in DIR] [--postgres EXE] [--env NAME=VALUE]... [SETTING...]
-#                        throwaway PostgreSQL 15 cluster on a free port, stopped on exit;
-#                        called again, another one next to it
+#   pgxs_make ARGS...    make in the repository against PG_BIN's PostgreSQL
+#   start_cluster [--in DIR] [--postgres EXE] [--env NAME=VALUE]... [--pg MAJOR]
+#                 [--tcp] [SETTING...]
+#                        throwaway cluster on a free port, stopped on exit; called
+#                        again, another one next to it, of the same major or another
 #   stop_cluster [--keep]
 #                        stop them all and remove their files (safe to call twice)
 #   run_psql ARGS...     psql that ignores ~/.psqlrc and stops at the first error
@@ -44,17 +47,29 @@
 # The cluster never runs as root: as root it runs as the `postgres` system user that
 # Debian's package creates, otherwise as the calling user.
 
-# PG_BIN may name another installation of PostgreSQL 15 (a relocated copy, say).
-PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+# The PostgreSQL the scripts build for and test: AMQ_PG_MAJOR, its major version,
+# and PG_BIN, its bin directory (another installation, a relocated copy, say).
+# Either follows from the other; given neither, Debian 12's: 15.  test/run.sh
+# --pg MAJOR runs the scripts for majors the host lacks in Debian roots
+# (test/pgroots.sh), where PG_BIN is Debian's directory of that major.
+if [ -z "${AMQ_PG_MAJOR:-}" ] && [ -n "${PG_BIN:-}" ] && [ -x "$PG_BIN/pg_config" ]; then
+	AMQ_PG_MAJOR=$("$PG_BIN/pg_config" --version | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
+fi
+AMQ_PG_MAJOR=${AMQ_PG_MAJOR:-15}
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/$AMQ_PG_MAJOR/bin}
 PG_CONFIG=$PG_BIN/pg_config
-export PG_BIN PG_CONFIG
+export AMQ_PG_MAJOR PG_BIN PG_CONFIG
 
 AMQ_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=test/pgroots.sh
+source "$AMQ_ROOT/test/pgroots.sh"
 
 # Debian packages the build and the tests need (gcc brings libasan and libubsan along
-# through libgcc-12-dev; iproute2 provides ss, used to find a free port; python3
+# through libgcc-N-dev; iproute2 provides ss, used to find a free port; python3
 # reads META.json in test/meta.sh).
-AMQ_PACKAGES=(postgresql-15 postgresql-server-dev-15 make gcc libc6-dev iproute2 python3)
+AMQ_TOOLCHAIN_PACKAGES=(make gcc libc6-dev iproute2 python3)
+AMQ_PACKAGES=("postgresql-$AMQ_PG_MAJOR" "postgresql-server-dev-$AMQ_PG_MAJOR"
+	"${AMQ_TOOLCHAIN_PACKAGES[@]}")
 
 # First port tried for a throwaway cluster (AMQ_FIRST_PORT in the environment
 # moves it, say next to another suite's), and how many to try after it: each
@@ -83,12 +98,16 @@ is_root() { [ "$(id -u)" -eq 0 ]; }
 missing_packages() {
 	local includedir=
 	[ -x "$PG_BIN/postgres" ] && [ -x "$PG_BIN/initdb" ] && [ -x "$PG_BIN/pg_ctl" ] \
-		|| echo postgresql-15
+		|| echo "postgresql-$AMQ_PG_MAJOR"
 	if [ -x "$PG_CONFIG" ]; then
 		includedir=$("$PG_CONFIG" --includedir-server)
 	fi
 	[ -n "$includedir" ] && [ -f "$includedir/postgres.h" ] \
-		&& [ -f "$("$PG_CONFIG" --pgxs)" ] || echo postgresql-server-dev-15
+		&& [ -f "$("$PG_CONFIG" --pgxs)" ] || echo "postgresql-server-dev-$AMQ_PG_MAJOR"
+	missing_toolchain
+}
+
+missing_toolchain() {
 	command -v make >/dev/null || echo make
 	command -v gcc >/dev/null || echo gcc
 	[ -f /usr/include/stdio.h ] || echo libc6-dev
@@ -101,11 +120,24 @@ ensure_packages() {
 	local missing
 	missing=$(missing_packages | tr '\n' ' ')
 	if [ -z "$missing" ]; then
-		log "packages: PostgreSQL 15, server headers and toolchain present"
+		log "packages: PostgreSQL $AMQ_PG_MAJOR, server headers and toolchain present"
 		return 0
 	fi
 	install_packages "$missing" "${AMQ_PACKAGES[@]}"
 	missing=$(missing_packages | tr '\n' ' ')
+	[ -z "$missing" ] || die "still missing after apt-get install: $missing"
+}
+
+# The toolchain alone: for what runs without PostgreSQL (the core's tests).
+ensure_toolchain() {
+	local missing
+	missing=$(missing_toolchain | tr '\n' ' ')
+	if [ -z "$missing" ]; then
+		log "packages: toolchain present"
+		return 0
+	fi
+	install_packages "$missing" "${AMQ_TOOLCHAIN_PACKAGES[@]}"
+	missing=$(missing_toolchain | tr '\n' ' ')
 	[ -z "$missing" ] || die "still missing after apt-get install: $missing"
 }
 
@@ -129,19 +161,19 @@ install_packages() {
 # belongs to.  A relocated copy of the system's PostgreSQL (PG_BIN elsewhere) gets
 # the package's files copied in from the system's directories.
 ensure_hll() {
-	local sharedir pkglibdir
+	local sharedir pkglibdir m=$AMQ_PG_MAJOR
 	sharedir=$("$PG_CONFIG" --sharedir)
 	pkglibdir=$("$PG_CONFIG" --pkglibdir)
 	[ -f "$sharedir/extension/hll.control" ] && return 0
-	[ -f /usr/share/postgresql/15/extension/hll.control ] \
-		|| install_packages "postgresql-15-hll" postgresql-15-hll
-	if [ ! -f "$sharedir/extension/hll.control" ] && [ -f /usr/lib/postgresql/15/lib/hll.so ]; then
+	[ -f "/usr/share/postgresql/$m/extension/hll.control" ] \
+		|| install_packages "postgresql-$m-hll" "postgresql-$m-hll"
+	if [ ! -f "$sharedir/extension/hll.control" ] && [ -f "/usr/lib/postgresql/$m/lib/hll.so" ]; then
 		log "packages: copying hll into $sharedir and $pkglibdir"
-		cp /usr/lib/postgresql/15/lib/hll.so "$pkglibdir/"
-		cp /usr/share/postgresql/15/extension/hll[-.]* "$sharedir/extension/"
+		cp "/usr/lib/postgresql/$m/lib/hll.so" "$pkglibdir/"
+		cp "/usr/share/postgresql/$m/extension/"hll[-.]* "$sharedir/extension/"
 	fi
 	[ -f "$sharedir/extension/hll.control" ] \
-		|| die "postgresql-15-hll installed, but $sharedir/extension/hll.control is missing (PG_BIN=$PG_BIN)"
+		|| die "postgresql-$m-hll installed, but $sharedir/extension/hll.control is missing (PG_BIN=$PG_BIN)"
 }
 
 # ---------------------------------------------------------------------------
@@ -163,23 +195,32 @@ bench_build_and_install() {
 # the line HEADING, up to the next "## " heading or the end (nothing if there is
 # none).  results_without_section FILE HEADING: the file without it.  Scripts
 # that each write a section of one file keep the others' sections with these.
+# Both read HEADING as results_heading gives it for the major measured.
+# results_heading HEADING: HEADING, with the major when it is not 15
+results_heading() {
+	if [ "$AMQ_PG_MAJOR" = 15 ]; then echo "$1"; else echo "$1, PostgreSQL $AMQ_PG_MAJOR"; fi
+}
+
 results_section() {
 	[ -f "$1" ] || return 0
-	awk -v h="$2" '$0 == h { on = 1; print; next } on && /^## / { on = 0 } on' "$1"
+	awk -v h="$(results_heading "$2")" '$0 == h { on = 1; print; next } on && /^## / { on = 0 } on' "$1"
 }
 
 results_without_section() {
 	[ -f "$1" ] || return 0
-	awk -v h="$2" '$0 == h { off = 1; next } off && /^## / { off = 0 } !off' "$1"
+	awk -v h="$(results_heading "$2")" '$0 == h { off = 1; next } off && /^## / { off = 0 } !off' "$1"
 }
 
 # results_replace_section FILE HEADING: replaces the section HEADING of a results
 # file with the lines on standard input (under HEADING and a blank line), moved
-# to the end; the other sections stay as they are.
+# to the end; the other sections stay as they are.  Measured on another major
+# than 15, the heading names it ("## Filter index: lookups, PostgreSQL 18"), so
+# that the majors' sections stand side by side.
 results_replace_section() {
 	local body kept
 	body=$(cat)
 	kept=$(results_without_section "$1" "$2")
+	set -- "$1" "$(results_heading "$2")"
 	{
 		if [ -n "$kept" ]; then
 			printf '%s\n\n' "$kept"
@@ -206,7 +247,7 @@ pgxs_make() {
 	make --no-print-directory -C "$AMQ_ROOT" PG_CONFIG="$PG_CONFIG" "$@"
 }
 
-# Clean build that fails on any compiler warning, then install into PostgreSQL 15.
+# Clean build that fails on any compiler warning, then install into PG_BIN's PostgreSQL.
 # The compiler's output goes to stdout, or to stderr when the build fails.
 build_and_install() {
 	local output status=0
@@ -250,6 +291,11 @@ build_and_install() {
 # at), and those of every cluster started and not stopped yet, in starting order.
 AMQ_CLUSTER_DIR=
 AMQ_CLUSTER_DIRS=()
+# Of a cluster started in a Debian root (start_cluster --pg): its root, and the bin
+# directory of its PostgreSQL there, by the cluster's directory.
+declare -A AMQ_CLUSTER_CHROOT=() AMQ_CLUSTER_BIN=()
+# the roots start_cluster mounted, which stop_cluster unmounts
+AMQ_CLUSTER_MOUNTS=()
 
 # The user the server runs as: never root.
 cluster_owner() {
@@ -304,9 +350,15 @@ find_free_port() {
 #                   add to the server's environment (pg_ctl, which starts it, and
 #                   the shell pg_ctl starts it through get it too)
 # The clusters are stopped on exit: start_cluster sets an EXIT trap unless the caller
-# has one, which must then call stop_cluster itself.
+# has one, which must then call stop_cluster itself.  Two more options:
+#   --pg MAJOR      a cluster of PostgreSQL MAJOR: PG_BIN's if that is MAJOR, the
+#                   host's Debian package if installed, else in MAJOR's Debian root
+#                   (test/pgroots.sh, which must have made it; the extension is
+#                   whatever was installed there), its files in the root's /tmp
+#   --tcp           listen on 127.0.0.1 too (PGHOST is then 127.0.0.1): what a
+#                   cluster in one root reaches a cluster in another by
 start_cluster() {
-	local owner port data sockdir setting parent=/tmp at=
+	local owner port data sockdir setting parent='' at='' bin=$PG_BIN croot='' listen=''
 	local -a server_env=() postgres_opt=()
 
 	while [ $# -gt 0 ]; do
@@ -315,10 +367,26 @@ start_cluster() {
 			--at) at=$2; shift 2 ;;
 			--postgres) postgres_opt=(-p "$2"); shift 2 ;;
 			--env) server_env+=("$2"); shift 2 ;;
+			--pg)
+				if [ "$2" != "$AMQ_PG_MAJOR" ]; then
+					bin=/usr/lib/postgresql/$2/bin
+					if [ ! -x "$bin/postgres" ]; then
+						croot=$(pgroot_of "$2")
+						[ -x "$croot$bin/postgres" ] \
+							|| die "PostgreSQL $2: not installed, nor in $croot (bash test/pgroots.sh ensure $2)"
+						pgroot_mount "$croot"
+						[ "$AMQ_PGROOT_DID_MOUNT" = no ] || AMQ_CLUSTER_MOUNTS+=("$croot")
+					fi
+				fi
+				shift 2
+				;;
+			--tcp) listen=127.0.0.1; shift ;;
 			*) break ;;
 		esac
 	done
+	parent=${parent:-$croot/tmp}
 	owner=$(cluster_owner)
+	[ -z "$croot" ] || owner=postgres
 	port=$(find_free_port)
 
 	if [ -n "$at" ]; then
@@ -332,6 +400,8 @@ start_cluster() {
 		AMQ_CLUSTER_DIR=$(mktemp -d "$parent/amqfilter-pg.XXXXXX")
 	fi
 	AMQ_CLUSTER_DIRS+=("$AMQ_CLUSTER_DIR")
+	AMQ_CLUSTER_CHROOT[$AMQ_CLUSTER_DIR]=$croot
+	AMQ_CLUSTER_BIN[$AMQ_CLUSTER_DIR]=$bin
 	[ -n "$(trap -p EXIT)" ] || trap stop_cluster EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
@@ -341,18 +411,22 @@ start_cluster() {
 	chmod 700 "$data"
 	# mktemp makes the directory 0700: the server's user must be able to enter it.
 	chmod 755 "$AMQ_CLUSTER_DIR"
-	is_root && chown -R "$owner:" "$AMQ_CLUSTER_DIR"
+	if [ -n "$croot" ]; then
+		pgroot_exec "$croot" chown -R postgres: "${AMQ_CLUSTER_DIR#"$croot"}"
+	elif is_root; then
+		chown -R "$owner:" "$AMQ_CLUSTER_DIR"
+	fi
 
-	log "cluster: initdb in $data (owner $owner)"
-	as_cluster_owner "$PG_BIN/initdb" --pgdata="$data" --username="$owner" \
+	log "cluster: initdb in $data (owner $owner${croot:+, PostgreSQL in $croot})"
+	cluster_exec "$AMQ_CLUSTER_DIR" "$bin/initdb" --pgdata="${data#"$croot"}" --username="$owner" \
 		--auth=trust --encoding=UTF8 --locale=C --no-sync >"$AMQ_CLUSTER_DIR/initdb.log" 2>&1 \
 		|| { cat "$AMQ_CLUSTER_DIR/initdb.log" >&2; die "initdb failed"; }
 
 	{
 		echo "# throwaway cluster for amqfilter's tests"
-		echo "listen_addresses = ''"
+		echo "listen_addresses = '$listen'"
 		echo "port = $port"
-		echo "unix_socket_directories = '$sockdir'"
+		echo "unix_socket_directories = '${sockdir#"$croot"}'"
 		echo "fsync = off"
 		echo "synchronous_commit = off"
 		echo "full_page_writes = off"
@@ -372,15 +446,27 @@ start_cluster() {
 	} >>"$data/postgresql.conf"
 
 	log "cluster: starting on port $port, socket in $sockdir"
-	if ! as_cluster_owner env "${server_env[@]}" "$PG_BIN/pg_ctl" "${postgres_opt[@]}" \
-		--pgdata="$data" --log="$AMQ_CLUSTER_DIR/server.log" --wait --timeout=60 start \
-		>/dev/null; then
+	if ! cluster_exec "$AMQ_CLUSTER_DIR" env "${server_env[@]}" "$bin/pg_ctl" "${postgres_opt[@]}" \
+		--pgdata="${data#"$croot"}" --log="${AMQ_CLUSTER_DIR#"$croot"}/server.log" --wait \
+		--timeout=60 start >/dev/null; then
 		tail -n 50 "$AMQ_CLUSTER_DIR/server.log" >&2 || true
 		die "the server did not start"
 	fi
 
-	export PGHOST=$sockdir PGPORT=$port PGUSER=$owner PGDATABASE=postgres
+	export PGHOST=${listen:-$sockdir} PGPORT=$port PGUSER=$owner PGDATABASE=postgres
 	wait_until_ready
+}
+
+# cluster_exec DIR CMD...: CMD as the server's user of the cluster in DIR, in its
+# Debian root if it runs in one (CMD then names paths as the root sees them).
+cluster_exec() {
+	local croot=${AMQ_CLUSTER_CHROOT[$1]:-}
+	shift
+	if [ -n "$croot" ]; then
+		pgroot_exec "$croot" runuser -u postgres -- "$@"
+	else
+		as_cluster_owner "$@"
+	fi
 }
 
 wait_until_ready() {
@@ -407,14 +493,20 @@ stop_cluster() {
 		stop_one_cluster "${dirs[i]}" "${1:-}"
 	done
 	unset PGHOST PGPORT PGUSER PGDATABASE
+	for ((i = 0; i < ${#AMQ_CLUSTER_MOUNTS[@]}; i++)); do
+		pgroot_umount "${AMQ_CLUSTER_MOUNTS[i]}"
+	done
+	AMQ_CLUSTER_MOUNTS=()
 }
 
 stop_one_cluster() {
-	local dir=$1 keep=$2
+	local dir=$1 keep=$2 croot=${AMQ_CLUSTER_CHROOT[$1]:-} bin=${AMQ_CLUSTER_BIN[$1]:-$PG_BIN}
+	local data=$1/data
+	data=${data#"$croot"}
 	if [ -f "$dir/data/postmaster.pid" ]; then
-		as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$dir/data" --mode=fast --wait \
+		cluster_exec "$dir" "$bin/pg_ctl" --pgdata="$data" --mode=fast --wait \
 			--timeout=60 stop >/dev/null 2>&1 \
-			|| as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$dir/data" --mode=immediate \
+			|| cluster_exec "$dir" "$bin/pg_ctl" --pgdata="$data" --mode=immediate \
 				--wait stop >/dev/null 2>&1 \
 			|| echo "warning: could not stop the server in $dir/data" >&2
 	fi
@@ -597,13 +689,14 @@ ratio() {
 
 # foreign_scan_rows: the rows every Foreign Scan node returned (actual rows times
 # loops), summed, from the text output of EXPLAIN (ANALYZE) on standard input: what
-# postgres_fdw fetched from the remote servers.
+# postgres_fdw fetched from the remote servers.  (Since 18 EXPLAIN gives the rows
+# per loop with two decimals.)
 foreign_scan_rows() {
-	awk '/Foreign Scan/ && match($0, /actual rows=[0-9]+ loops=[0-9]+/) {
+	awk '/Foreign Scan/ && match($0, /actual rows=[0-9.]+ loops=[0-9]+/) {
 			split(substr($0, RSTART, RLENGTH), f, /[= ]/)
 			rows += f[3] * f[5]
 		}
-		END { print rows + 0 }'
+		END { printf "%d\n", rows + 0.5 }'
 }
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,8 @@
 # requires, and that its version, provides.amqfilter.version and
 # provides.amqfilter.file agree with EXTVERSION in the Makefile and
 # default_version in amqfilter.control, and that it requires the PostgreSQL
-# major version the tests install (and no older).  PGXN wants semantic
+# majors CI tests (AMQ_ALL_MAJORS in test/run.sh), as the range from the
+# oldest to before the one after the newest.  PGXN wants semantic
 # versions, so a two-part EXTVERSION (0.2) is written 0.2.0 there; the file is
 # the version's
 # full script, amqfilter--EXTVERSION.sql, and must exist.
@@ -184,9 +185,13 @@ main() {
 	expect_equal "version (EXTVERSION $extversion)" "$version" "$semver"
 	expect_equal "provides.amqfilter.version (EXTVERSION $extversion)" "$ext_version" "$semver"
 	expect_equal "provides.amqfilter.file" "$ext_file" "amqfilter--$extversion.sql"
-	# it claims what the tests run on: the PostgreSQL test/run.sh installs
-	tested=${AMQ_PACKAGES[0]#postgresql-}
-	expect_equal "prereqs.runtime.requires.PostgreSQL (tested: $tested)" "$pg_required" "$tested.0.0"
+	# it claims what CI tests: the majors test/run.sh --all runs, from the
+	# oldest up to the next after the newest (PGXN reads a bare version as
+	# "this or later")
+	read -r -a tested < <(sed -n 's/^AMQ_ALL_MAJORS=(\(.*\))$/\1/p' "$AMQ_ROOT/test/run.sh")
+	[ ${#tested[@]} -gt 0 ] || die "no AMQ_ALL_MAJORS in test/run.sh"
+	expect_equal "prereqs.runtime.requires.PostgreSQL (tested: ${tested[*]})" "$pg_required" \
+		">= ${tested[0]}.0.0, < $((tested[${#tested[@]} - 1] + 1)).0.0"
 	if [ -f "$AMQ_ROOT/$ext_file" ]; then
 		pass "$ext_file exists"
 	else

@@ -15,6 +15,9 @@
 #   bash test/pgroots.sh ensure MAJOR...   make the roots of these majors, or reuse them
 #   bash test/pgroots.sh path MAJOR        print the root of MAJOR
 #   bash test/pgroots.sh shell MAJOR       a shell in MAJOR's root
+#   bash test/pgroots.sh run MAJOR CMD...  CMD in MAJOR's root, in this working tree
+#                                          (mounted there at the same path), for
+#                                          MAJOR: `run 18 bash bench/skip.sh`
 #
 # or source it (after test/lib.sh) for the functions:
 #
@@ -22,8 +25,9 @@
 #   pgroot_of MAJOR            the root's directory
 #   pgroot_ensure MAJOR        make the root of MAJOR and install MAJOR in it,
 #                              unless that is done already
-#   pgroot_mount ROOT          /proc, /dev and a private /dev/shm in ROOT
-#                              (pgroot_umount_all undoes what it did)
+#   pgroot_mount ROOT          /proc, /dev and a private /dev/shm in ROOT, unless
+#                              mounted (pgroot_umount_all undoes what it did)
+#   pgroot_umount ROOT         unmount everything under ROOT
 #   pgroot_exec ROOT CMD...    CMD inside ROOT, in a clean environment (the
 #                              NAME=VALUE words before CMD are added to it)
 #
@@ -120,6 +124,7 @@ pgroot_mount() {
 		did=yes
 	fi
 	[ "$did" = no ] || AMQ_MOUNTED_ROOTS+=("$root")
+	AMQ_PGROOT_DID_MOUNT=$did
 }
 
 pgroot_umount_all() {
@@ -216,7 +221,9 @@ pgroot_ensure() {
 	) 9>"$AMQ_ROOTS_DIR/.lock"
 }
 
-if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+# run as a script (not when lib.sh, sourced below, sources this file again)
+if [ "${BASH_SOURCE[0]}" = "$0" ] && [ -z "${AMQ_PGROOTS_MAIN:-}" ]; then
+	AMQ_PGROOTS_MAIN=1
 	set -euo pipefail
 	# shellcheck source=test/lib.sh
 	source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -235,8 +242,22 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 			pgroot_mount "$root"
 			pgroot_exec "$root" "TERM=${TERM:-dumb}" bash -l
 			;;
+		run)
+			[ $# -ge 3 ] || { echo "usage: bash test/pgroots.sh run MAJOR CMD..." >&2; exit 2; }
+			major=$2
+			shift 2
+			pgroot_ensure "$major"
+			root=$(pgroot_of "$major")
+			pgroot_mount "$root"
+			# the tree at the same path, so that what CMD writes (results) is here
+			mkdir -p "$root$AMQ_ROOT"
+			mountpoint -q "$root$AMQ_ROOT" || mount --bind "$AMQ_ROOT" "$root$AMQ_ROOT"
+			trap 'umount "$root$AMQ_ROOT" || true; pgroot_umount_all' EXIT
+			pgroot_exec "$root" "AMQ_PG_MAJOR=$major" "AMQ_FIRST_PORT=$AMQ_FIRST_PORT" \
+				"TERM=${TERM:-dumb}" bash -c 'cd "$1" && shift && exec "$@"' run "$AMQ_ROOT" "$@"
+			;;
 		*)
-			echo "usage: bash test/pgroots.sh ensure MAJOR... | path MAJOR | shell MAJOR" >&2
+			echo "usage: bash test/pgroots.sh ensure MAJOR... | path MAJOR | shell MAJOR | run MAJOR CMD..." >&2
 			exit 2
 			;;
 	esac

@@ -132,7 +132,12 @@ build_canary() {
 		PG_MODULE_MAGIC;
 		PG_FUNCTION_INFO_V1(asan_canary);
 		PG_FUNCTION_INFO_V1(ubsan_canary);
-		/* asan_canary(16, 16): reads one byte past a 16-byte malloc */
+		/*
+		 * asan_canary(16, 16): reads one byte past a 16-byte malloc, for ASan
+		 * to report (UBSan's object-size check of gcc 14 and later would
+		 * report it first, to server.log, and stop the process before ASan)
+		 */
+		Datum		asan_canary(PG_FUNCTION_ARGS) __attribute__((no_sanitize_undefined));
 		Datum
 		asan_canary(PG_FUNCTION_ARGS)
 		{

@@ -47,6 +47,11 @@
 #      amqfilter.join_filter_remote_max_kb, a build side that changes between
 #      rescans) EXPLAIN says why, and the rows are the same.
 #
+# With AMQ_SHARDED_MAJORS="C S1 S2" the coordinator runs PostgreSQL C and the
+# shards S1 and S2, each from its Debian root where the host lacks it
+# (start_cluster --pg), reached over 127.0.0.1: what test/xmajor.sh runs with
+# "18 15 17", the extension already installed in each.
+#
 # Prints PASS or FAIL per check; exits non-zero when any check failed.
 set -euo pipefail
 
@@ -565,11 +570,18 @@ main() {
 	fdw_control=$("$PG_CONFIG" --sharedir)/extension/postgres_fdw.control
 	[ -f "$fdw_control" ] || die "postgres_fdw is not installed ($fdw_control is missing)"
 
-	start_cluster
+	local -a majors=() c1=() c2=() c3=()
+	read -r -a majors <<<"${AMQ_SHARDED_MAJORS:-}"
+	if [ ${#majors[@]} -gt 0 ]; then
+		[ ${#majors[@]} -eq 3 ] || die "AMQ_SHARDED_MAJORS: three majors, not '${majors[*]}'"
+		log "majors: coordinator ${majors[0]}, shards ${majors[1]} and ${majors[2]}"
+		c1=(--pg "${majors[0]}" --tcp) c2=(--pg "${majors[1]}" --tcp) c3=(--pg "${majors[2]}" --tcp)
+	fi
+	start_cluster "${c1[@]}"
 	COORD="$PGHOST $PGPORT"
-	start_cluster
+	start_cluster "${c2[@]}"
 	SHARD1="$PGHOST $PGPORT"
-	start_cluster
+	start_cluster "${c3[@]}"
 	SHARD2="$PGHOST $PGPORT"
 
 	setup_shard "$SHARD1" 0
