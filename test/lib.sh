@@ -316,7 +316,9 @@ as_cluster_owner() {
 port_in_use() {
 	local port=$1
 	[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && return 0
-	ss -Hlx 2>/dev/null | grep -q "\.s\.PGSQL\.$port\b" && return 0
+	# grep reads all of it: grep -q would stop at a match and, under pipefail,
+	# the ss it cut off would make the port look free
+	ss -Hlx 2>/dev/null | grep "\.s\.PGSQL\.$port\b" >/dev/null && return 0
 	local dir
 	for dir in /tmp /var/run/postgresql; do
 		[ -e "$dir/.s.PGSQL.$port" ] || [ -e "$dir/.s.PGSQL.$port.lock" ] && return 0
