@@ -20,7 +20,7 @@
 #                        a time or "> N (timeout)", a ratio or "n/a", for results tables
 #   pgxs_make ARGS...    make in the repository against PG_BIN's PostgreSQL
 #   start_cluster [--in DIR] [--postgres EXE] [--env NAME=VALUE]... [--pg MAJOR]
-#                 [--tcp] [SETTING...]
+#                 [--tcp] [--initdb OPTION]... [SETTING...]
 #                        throwaway cluster on a free port, stopped on exit; called
 #                        again, another one next to it, of the same major or another
 #   stop_cluster [--keep]
@@ -316,7 +316,7 @@ as_cluster_owner() {
 port_in_use() {
 	local port=$1
 	[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && return 0
-	ss -Hlx 2>/dev/null | grep -q "\.s\.PGSQL\.$port\b" && return 0
+	ss -Hlx 2>/dev/null | grep "\.s\.PGSQL\.$port\b" >/dev/null && return 0
 	local dir
 	for dir in /tmp /var/run/postgresql; do
 		[ -e "$dir/.s.PGSQL.$port" ] || [ -e "$dir/.s.PGSQL.$port.lock" ] && return 0
@@ -356,13 +356,15 @@ find_free_port() {
 #                   whatever was installed there), its files in the root's /tmp
 #   --tcp           listen on 127.0.0.1 too (PGHOST is then 127.0.0.1): what a
 #                   cluster in one root reaches a cluster in another by
+#   --initdb OPTION an option of initdb's (--no-data-checksums, say)
 start_cluster() {
 	local owner port data sockdir setting parent='' bin=$PG_BIN croot='' listen=''
-	local -a server_env=() postgres_opt=()
+	local -a server_env=() postgres_opt=() initdb_opt=()
 
 	while [ $# -gt 0 ]; do
 		case $1 in
 			--in) parent=$2; shift 2 ;;
+			--initdb) initdb_opt+=("$2"); shift 2 ;;
 			--postgres) postgres_opt=(-p "$2"); shift 2 ;;
 			--env) server_env+=("$2"); shift 2 ;;
 			--pg)
@@ -408,7 +410,8 @@ start_cluster() {
 
 	log "cluster: initdb in $data (owner $owner${croot:+, PostgreSQL in $croot})"
 	cluster_exec "$AMQ_CLUSTER_DIR" "$bin/initdb" --pgdata="${data#"$croot"}" --username="$owner" \
-		--auth=trust --encoding=UTF8 --locale=C --no-sync >"$AMQ_CLUSTER_DIR/initdb.log" 2>&1 \
+		--auth=trust --encoding=UTF8 --locale=C --no-sync "${initdb_opt[@]}" \
+		>"$AMQ_CLUSTER_DIR/initdb.log" 2>&1 \
 		|| { cat "$AMQ_CLUSTER_DIR/initdb.log" >&2; die "initdb failed"; }
 
 	{
