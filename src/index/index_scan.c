@@ -555,7 +555,6 @@ runtime_presence(PlannerInfo *root, IndexOptInfo *index, Node *indexkey)
 bool
 amq_index_may_probe(PlannerInfo *root, RangeTblEntry *rte, Oid relid)
 {
-	Oid			userid = GetUserId();
 	PlannerInfo *outer;
 
 	if (rte->securityQuals != NIL)
@@ -578,11 +577,8 @@ amq_index_may_probe(PlannerInfo *root, RangeTblEntry *rte, Oid relid)
 				return false;
 		}
 	}
-#if PG_VERSION_NUM < 160000
-	if (OidIsValid(rte->checkAsUser))
-		userid = rte->checkAsUser;
-#endif
-	return check_enable_rls(relid, userid, true) != RLS_ENABLED;
+	return check_enable_rls(relid, amq_rte_user(AMQ_QUERY_PERMINFOS(root->parse), rte),
+							true) != RLS_ENABLED;
 }
 
 static bool
