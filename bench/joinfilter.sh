@@ -146,7 +146,7 @@ filter_stats() {
 # "n/a" when the plan with the setting on has no filter to test.
 same_result() {
 	local sql=$1 rows diff
-	if ! run_psql -At -c "$ON" -c "EXPLAIN (COSTS OFF) $sql" | grep -q 'AmqRuntimeFilter)'; then
+	if ! run_psql -At -c "$ON" -c "EXPLAIN (COSTS OFF) $sql" | grep 'AmqRuntimeFilter)' >/dev/null; then
 		echo "n/a (no filter in the plan)"
 		return
 	fi

@@ -347,8 +347,9 @@ machine_info() {
 write_results() {
 	local kept heading
 	# the sections bench/sharded.sh, bench/probe.sh, bench/joins.sh,
-	# bench/index.sh, bench/sizeless.sh, bench/shapes.sh,
-	# bench/joinfilter.sh and bench/ssb.sh write stay as they were
+	# bench/index.sh, bench/sizeless.sh, bench/shapes.sh, bench/joinfilter.sh,
+	# bench/ssb.sh, bench/positions.sh and bench/skip.sh write (on 15 and 18),
+	# and the two majors side by side, stay as they were
 	kept=$(for heading in "## Sharded tables (postgres_fdw)" \
 		"## Stored filters: probes through slices" \
 		"## Joins, builds and estimates" \
@@ -357,7 +358,13 @@ write_results() {
 		"## Query shapes: a join to a table of filters, a probe in a function" \
 		"## Runtime join filters" \
 		"## Runtime join filters: sharded joins" \
-		"## Star Schema Benchmark"; do
+		"## Star Schema Benchmark" \
+		"## Runtime join filters, PostgreSQL 18" \
+		"## Filter index: lookups" \
+		"## Filter index: lookups, PostgreSQL 18" \
+		"## Filter index: skipping partitions" \
+		"## Filter index: skipping partitions, PostgreSQL 18" \
+		"## PostgreSQL 15 and 18 side by side"; do
 		results_section "$RESULTS_FILE" "$heading"
 	done)
 	{

@@ -71,7 +71,9 @@ q -c "CREATE TABLE campaign AS
 	       g % 5 AS region
 	  FROM generate_series(0, $((CAMPAIGNS - 1))) g;
 	ALTER TABLE campaign ADD PRIMARY KEY (id); ANALYZE campaign"
-q -c "CREATE UNLOGGED TABLE sales (day date NOT NULL, campaign_id int8 NOT NULL, amount int4)
+# the partitions are unlogged; the parent holds no rows (18 refuses UNLOGGED
+# on it, which 15 and 17 ignored)
+q -c "CREATE TABLE sales (day date NOT NULL, campaign_id int8 NOT NULL, amount int4)
 	PARTITION BY RANGE (day)"
 q -c "DO \$\$
 	BEGIN

@@ -32,9 +32,5 @@ _PG_init(void)
 	amq_glue_init();
 	amq_index_init();
 	amq_join_filter_init();
-#if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("amqfilter");
-#else
-	EmitWarningsOnPlaceholders("amqfilter");
-#endif
 }

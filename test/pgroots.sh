@@ -253,7 +253,9 @@ if [ "${BASH_SOURCE[0]}" = "$0" ] && [ -z "${AMQ_PGROOTS_MAIN:-}" ]; then
 			mkdir -p "$root$AMQ_ROOT"
 			mountpoint -q "$root$AMQ_ROOT" || mount --bind "$AMQ_ROOT" "$root$AMQ_ROOT"
 			trap 'umount "$root$AMQ_ROOT" || true; pgroot_umount_all' EXIT
+			# (a root has no git: the commit, for what CMD writes down)
 			pgroot_exec "$root" "AMQ_PG_MAJOR=$major" "AMQ_FIRST_PORT=$AMQ_FIRST_PORT" \
+				"AMQ_COMMIT=$(git -C "$AMQ_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
 				"TERM=${TERM:-dumb}" bash -c 'cd "$1" && shift && exec "$@"' run "$AMQ_ROOT" "$@"
 			;;
 		*)

@@ -164,7 +164,7 @@ pg_steps() {
 is_here() {
 	[ "$1" = "$AMQ_PG_MAJOR" ] && return 0
 	[ -x "/usr/lib/postgresql/$1/bin/postgres" ] && return 0
-	! pgroot_majors | grep -qx "$1"
+	! pgroot_majors | grep -x "$1" >/dev/null
 }
 
 # use_major MAJOR: the scripts run from here on build for and test MAJOR.

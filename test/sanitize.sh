@@ -8,9 +8,9 @@
 #  1. Copies the working tree (without build products) to a scratch directory and
 #     builds the extension there with -fsanitize=address,undefined (COPT, so the flags
 #     reach both compiling and linking; the .so then needs libasan and libubsan).
-#  2. Installs that build into a scratch *copy* of PostgreSQL 15's layout, never into
-#     /usr/lib/postgresql/15: the postgres binary is copied to
-#     $SCRATCH/root/usr/lib/postgresql/15/bin, everything else in lib/ and share/ is
+#  2. Installs that build into a scratch *copy* of PG_BIN's PostgreSQL's layout, never
+#     into /usr/lib/postgresql/N: the postgres binary is copied to
+#     $SCRATCH/root/usr/lib/postgresql/N/bin, everything else in lib/ and share/ is
 #     symlinked, and `make install DESTDIR=$SCRATCH/root` puts the sanitized
 #     amqfilter.so, control and SQL files next to them.  PostgreSQL finds $libdir and
 #     its share directory relative to its own executable, so the copied server loads
@@ -96,7 +96,7 @@ build_sanitized() {
 		|| die "the sanitized amqfilter.so does not link libasan"
 }
 
-# A PostgreSQL 15 layout under $SCRATCH/root that differs from the system's only in
+# A PostgreSQL layout under $SCRATCH/root that differs from the system's only in
 # the postgres executable (a copy, so it locates lib/ and share/ under root/) and in
 # the amqfilter files.
 make_scratch_install() {

@@ -233,8 +233,8 @@ main() {
 	[ $# -ge 2 ] || die "usage: bash test/xmajor.sh MAJOR MAJOR... (two or more)"
 	mapfile -t majors < <(printf '%s\n' "$@" | sort -n -u)
 
-	if printf '%s\n' "${majors[@]}" | grep -qx 15 && printf '%s\n' "${majors[@]}" | grep -qx 17 \
-		&& printf '%s\n' "${majors[@]}" | grep -qx 18; then
+	if [[ " ${majors[*]} " == *" 15 "* && " ${majors[*]} " == *" 17 "* &&
+		" ${majors[*]} " == *" 18 "* ]]; then
 		sharded
 	else
 		log "sharded across majors: needs 15, 17 and 18 (coordinator 18); not run"

@@ -25,12 +25,6 @@
 #include "funcapi.h"
 #include "utils/float.h"
 #include "utils/guc.h"
-#if PG_VERSION_NUM >= 160000
-#include "nodes/miscnodes.h"
-#else
-/* before soft errors existed, every error was a hard one */
-#define errsave(escontext, ...) ereport(ERROR, __VA_ARGS__)
-#endif
 
 #include "glue/amqfilter.h"
 

@@ -403,11 +403,7 @@ amq_merge_remember(FunctionCallInfo fcinfo, struct varlena *result)
  */
 #define AMQ_CHUNK_COST_SLICES	2
 
-#if PG_VERSION_NUM >= 140000
 #define EXTERNAL_SIZE(pointer)	VARATT_EXTERNAL_GET_EXTSIZE(pointer)
-#else
-#define EXTERNAL_SIZE(pointer)	((pointer).va_extsize)
-#endif
 
 /* Stored values a call site keeps (see the file header). */
 #define AMQ_SITE_VALUES			4

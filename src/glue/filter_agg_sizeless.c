@@ -248,14 +248,7 @@ keep(SizelessState *state, uint64 hash)
 static void
 read_exact(BufFile *file, void *ptr, size_t size)
 {
-#if PG_VERSION_NUM >= 160000
 	BufFileReadExact(file, ptr, size);
-#else
-	if (BufFileRead(file, ptr, size) != size)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read from a temporary file of a filter aggregate")));
-#endif
 }
 
 /*

@@ -500,7 +500,6 @@ amq_read_whole(MemoryContext cxt, struct varlena *raw,
 	struct varlena *detoasted;
 	size_t		bytes;
 
-#if PG_VERSION_NUM >= 140000
 	if (!VARATT_EXTERNAL_IS_COMPRESSED(*toast_pointer))
 	{
 		struct varlena *result;
@@ -523,7 +522,6 @@ amq_read_whole(MemoryContext cxt, struct varlena *raw,
 		*data = (uint8 *) VARDATA(result);
 		return bytes;
 	}
-#endif
 	detoasted = detoast_attr(raw);
 	bytes = VARSIZE(detoasted) - VARHDRSZ;
 	*data = amq_alloc_aligned(cxt, bytes, header_size, alloc);

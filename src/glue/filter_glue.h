@@ -41,11 +41,7 @@ amq_toast_key(const struct varatt_external *pointer, AmqToastKey *key)
 	key->toastrelid = pointer->va_toastrelid;
 	key->valueid = pointer->va_valueid;
 	key->rawsize = pointer->va_rawsize;
-#if PG_VERSION_NUM >= 140000
 	key->extinfo = pointer->va_extinfo;
-#else
-	key->extinfo = (uint32) pointer->va_extsize;
-#endif
 }
 
 static inline bool

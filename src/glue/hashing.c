@@ -120,9 +120,7 @@ oid_dependence(Oid type)
 		case REGDICTIONARYOID:
 		case REGNAMESPACEOID:
 		case REGROLEOID:
-#if PG_VERSION_NUM >= 130000
 		case REGCOLLATIONOID:
-#endif
 			return "its values are OIDs of catalog objects";
 		case ACLITEMOID:
 			return "its values hold role OIDs";
@@ -199,18 +197,8 @@ append_collation(StringInfo buf, Oid type, Oid collation)
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for collation %u", collation);
 	form = (Form_pg_collation) GETSTRUCT(tup);
-#if PG_VERSION_NUM >= 170000
-	datum = SysCacheGetAttr(COLLOID, tup, Anum_pg_collation_colllocale, &isnull);
+	datum = SysCacheGetAttr(COLLOID, tup, amq_collation_locale_attnum(form), &isnull);
 	locale = isnull ? NameStr(form->collname) : TextDatumGetCString(datum);
-#elif PG_VERSION_NUM >= 150000
-	if (form->collprovider == COLLPROVIDER_ICU)
-		datum = SysCacheGetAttr(COLLOID, tup, Anum_pg_collation_colliculocale, &isnull);
-	else
-		datum = SysCacheGetAttr(COLLOID, tup, Anum_pg_collation_collcollate, &isnull);
-	locale = isnull ? NameStr(form->collname) : TextDatumGetCString(datum);
-#else
-	locale = NameStr(form->collcollate);
-#endif
 	datum = SysCacheGetAttr(COLLOID, tup, Anum_pg_collation_collversion, &isnull);
 	appendStringInfo(buf, " collate %c:%s@%s", form->collprovider, locale,
 					 isnull ? "" : TextDatumGetCString(datum));
@@ -310,7 +298,6 @@ append_identity(StringInfo buf, Oid type, Oid collation, bool nested,
 						OidIsValid(rngcoll) ? rngcoll : collation, true, unstable);
 		appendStringInfoChar(buf, ')');
 	}
-#if PG_VERSION_NUM >= 140000
 	else if (type_is_multirange(base))
 	{
 		appendStringInfoChar(buf, '(');
@@ -318,7 +305,6 @@ append_identity(StringInfo buf, Oid type, Oid collation, bool nested,
 						unstable);
 		appendStringInfoChar(buf, ')');
 	}
-#endif
 	else if (type_is_rowtype(base) && base != RECORDOID)
 	{
 		TupleDesc	tupdesc = lookup_rowtype_tupdesc(base, -1);
@@ -730,9 +716,7 @@ index_type(AmqFamilyIndex *index, int *room, Oid type, List *collations)
 	legacy = family_id(buf.data);
 	appendStringInfoString(&buf, " (as written by 0.1)");
 	scalar = !OidIsValid(get_element_type(type)) && !type_is_range(type) &&
-#if PG_VERSION_NUM >= 140000
 		!type_is_multirange(type) &&
-#endif
 		!type_is_enum(type);
 	index_add(index, room, legacy, buf.data, scalar ? type : InvalidOid,
 			  InvalidOid, true);
@@ -886,10 +870,8 @@ type_rank(Oid type, List *search_path, int rank[3])
 			inner = next;
 		else if (type_is_range(inner))
 			inner = get_range_subtype(inner);
-#if PG_VERSION_NUM >= 140000
 		else if (type_is_multirange(inner))
 			inner = get_multirange_range(inner);
-#endif
 		else
 			break;
 	}

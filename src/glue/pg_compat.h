@@ -20,14 +20,28 @@
 
 #include "access/amapi.h"
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/tableam.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
+#include "miscadmin.h"
 #include "nodes/params.h"
 #include "nodes/parsenodes.h"
+#include "nodes/pathnodes.h"
 #include "nodes/plannodes.h"
+#include "optimizer/appendinfo.h"
+#include "parser/parse_relation.h"
+#include "storage/buffile.h"
+#include "utils/acl.h"
+#include "utils/tuplesort.h"
+
+#if PG_VERSION_NUM < 150000
+#error "amqfilter needs PostgreSQL 15 or later"
+#endif
 
 /* varlena headers and TOAST pointers: varatt.h, out of postgres.h, since 16 */
 #if PG_VERSION_NUM >= 160000
@@ -41,6 +55,151 @@
 #if PG_VERSION_NUM < 180000
 #define pg_noreturn pg_attribute_noreturn()
 #endif
+
+/*
+ * Soft errors, which an input function reports to its caller's context:
+ * since 16 (errsave); before, every error was a hard one
+ */
+#if PG_VERSION_NUM >= 160000
+#include "nodes/miscnodes.h"
+#else
+#define errsave(escontext, ...) ereport(ERROR, __VA_ARGS__)
+#endif
+
+/*
+ * Reading exactly so many bytes of a temporary file, or an error:
+ * BufFileReadExact since 16
+ */
+#if PG_VERSION_NUM < 160000
+static inline void
+BufFileReadExact(BufFile *file, void *ptr, size_t size)
+{
+	size_t		got = BufFileRead(file, ptr, size);
+
+	if (got != size)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read from temporary file: read only %zu of %zu bytes",
+						got, size)));
+}
+#endif
+
+/*
+ * Whether a role owns an object: object_ownercheck since 16, which took the
+ * place of one function per catalog (amqfilter asks it of relations only)
+ */
+#if PG_VERSION_NUM < 160000
+static inline bool
+object_ownercheck(Oid classid, Oid objectid, Oid roleid)
+{
+	Assert(classid == RelationRelationId);
+	return pg_class_ownercheck(objectid, roleid);
+}
+#endif
+
+/*
+ * The column of a collation's catalog row that names its locale: colllocale
+ * since 17, colliculocale (ICU) or collcollate (libc) before
+ */
+static inline AttrNumber
+amq_collation_locale_attnum(Form_pg_collation form)
+{
+#if PG_VERSION_NUM >= 170000
+	(void) form;
+	return Anum_pg_collation_colllocale;
+#else
+	return form->collprovider == COLLPROVIDER_ICU ?
+		Anum_pg_collation_colliculocale : Anum_pg_collation_collcollate;
+#endif
+}
+
+/*
+ * The role a query checks a table's permissions and row security as, by
+ * the table's range table entry: the owner of the view it is read through,
+ * else the current role.  Since 16 that is in the query's (or the plan's)
+ * list of RTEPermissionInfo, which an entry the planner added (a partition)
+ * has none of; before, in the entry.
+ */
+static inline Oid
+amq_rte_user(List *perminfos, RangeTblEntry *rte)
+{
+#if PG_VERSION_NUM >= 160000
+	if (rte->perminfoindex != 0)
+	{
+		RTEPermissionInfo *perminfo = getRTEPermissionInfo(perminfos, rte);
+
+		if (OidIsValid(perminfo->checkAsUser))
+			return perminfo->checkAsUser;
+	}
+#else
+	(void) perminfos;
+	if (OidIsValid(rte->checkAsUser))
+		return rte->checkAsUser;
+#endif
+	return GetUserId();
+}
+
+/* the lists amq_rte_user reads: of a query, and of a finished plan */
+#if PG_VERSION_NUM >= 160000
+#define AMQ_QUERY_PERMINFOS(parse) ((parse)->rteperminfos)
+#define AMQ_PLAN_PERMINFOS(stmt) ((stmt)->permInfos)
+#else
+#define AMQ_QUERY_PERMINFOS(parse) NIL
+#define AMQ_PLAN_PERMINFOS(stmt) NIL
+#endif
+
+/*
+ * An expression of an appendrel's top parent, translated for one of its
+ * children: given the two rels since 16, their relids before
+ */
+static inline Node *
+amq_adjust_appendrel_attrs_multilevel(PlannerInfo *root, Node *node,
+									  RelOptInfo *childrel, RelOptInfo *top_parent)
+{
+#if PG_VERSION_NUM >= 160000
+	return adjust_appendrel_attrs_multilevel(root, node, childrel, top_parent);
+#else
+	return adjust_appendrel_attrs_multilevel(root, node, childrel->relids,
+											 top_parent->relids);
+#endif
+}
+
+/*
+ * The next datum of a sort, not copied (a pass-by-value one is never): 16
+ * asks whether to copy it
+ */
+static inline bool
+amq_tuplesort_getdatum(Tuplesortstate *state, Datum *val, bool *isnull)
+{
+#if PG_VERSION_NUM >= 160000
+	return tuplesort_getdatum(state, true, false, val, isnull, NULL);
+#else
+	return tuplesort_getdatum(state, true, val, isnull, NULL);
+#endif
+}
+
+/*
+ * Whether a join type is JOIN_RIGHT or one of the right joins added since,
+ * which keep or drop rows as it does: JOIN_RIGHT_ANTI (16), JOIN_RIGHT_SEMI
+ * (18)
+ */
+static inline bool
+amq_join_is_right(JoinType jointype)
+{
+	switch (jointype)
+	{
+		case JOIN_RIGHT:
+#if PG_VERSION_NUM >= 160000
+		case JOIN_RIGHT_ANTI:
+#endif
+#if PG_VERSION_NUM >= 180000
+		case JOIN_RIGHT_SEMI:
+#endif
+			return true;
+		default:
+			return false;
+	}
+}
 
 /*
  * EXPLAIN's property functions and its state: commands/explain_format.h and

@@ -278,9 +278,7 @@ extern bool amq_index_size_gen(uint64 capacity, BlockNumber first,
 extern bool amq_index_insert(Relation index, Datum *values, bool *isnull,
 							 ItemPointer ht_ctid, Relation heapRel,
 							 IndexUniqueCheck checkUnique,
-#if PG_VERSION_NUM >= 140000
 							 bool indexUnchanged,
-#endif
 							 struct IndexInfo *indexInfo);
 extern void amq_index_flush(Oid indexoid);
 

@@ -412,11 +412,7 @@ next_pair(Tuplesortstate *sort, uint64 *hash, uint32 *range)
 	bool		isnull;
 	uint64		pair;
 
-	if (!tuplesort_getdatum(sort, true,
-#if PG_VERSION_NUM >= 160000
-							false,
-#endif
-							&d, &isnull, NULL))
+	if (!amq_tuplesort_getdatum(sort, &d, &isnull))
 		return false;
 	pair = UNSORTABLE(DatumGetInt64(d));
 	*hash = pair & ~AMQ_INDEX_RANGE_MASK;
@@ -713,12 +709,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		amq_index_pages_per_range(index, &state.geom, RelationGetNumberOfBlocks(heap), 1);
 	state.sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid,
 									   false, maintenance_work_mem, NULL,
-#if PG_VERSION_NUM >= 150000
-									   TUPLESORT_RANDOMACCESS
-#else
-									   true
-#endif
-		);
+									   TUPLESORT_RANDOMACCESS);
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
 									   build_callback, &state, NULL);
 	tuplesort_performsort(state.sort);

@@ -665,9 +665,7 @@ bool
 amq_index_insert(Relation index, Datum *values, bool *isnull,
 				 ItemPointer ht_ctid, Relation heapRel,
 				 IndexUniqueCheck checkUnique,
-#if PG_VERSION_NUM >= 140000
 				 bool indexUnchanged,
-#endif
 				 IndexInfo *indexInfo)
 {
 	InsertCache *cache = (InsertCache *) indexInfo->ii_AmCache;

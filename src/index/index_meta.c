@@ -42,25 +42,13 @@ amq_index_register_options(void)
 	amq_relopt_kind = add_reloption_kind();
 	add_real_reloption(amq_relopt_kind, "false_positive_rate",
 					   "The rate of \"maybe\" answers for values the column does not hold",
-					   AMQ_INDEX_DEFAULT_FPR, 1e-6, 0.5
-#if PG_VERSION_NUM >= 130000
-					   ,AccessExclusiveLock
-#endif
-		);
+					   AMQ_INDEX_DEFAULT_FPR, 1e-6, 0.5, AccessExclusiveLock);
 	add_int_reloption(amq_relopt_kind, "max_generations",
 					  "Generations the index may grow to; past the last, pages that fill answer \"everywhere\" instead of the index growing",
-					  AMQ_INDEX_DEFAULT_MAX_GENS, 1, AMQ_INDEX_MAX_GENS
-#if PG_VERSION_NUM >= 130000
-					  ,AccessExclusiveLock
-#endif
-		);
+					  AMQ_INDEX_DEFAULT_MAX_GENS, 1, AMQ_INDEX_MAX_GENS, AccessExclusiveLock);
 	add_int_reloption(amq_relopt_kind, "pages_per_range",
 					  "Table blocks per range a lookup reads; 0 chooses from the table's size",
-					  0, 0, AMQ_INDEX_MAX_PAGES_PER_RANGE
-#if PG_VERSION_NUM >= 130000
-					  ,AccessExclusiveLock
-#endif
-		);
+					  0, 0, AMQ_INDEX_MAX_PAGES_PER_RANGE, AccessExclusiveLock);
 	amq_relopt_tab[0].optname = "false_positive_rate";
 	amq_relopt_tab[0].opttype = RELOPT_TYPE_REAL;
 	amq_relopt_tab[0].offset = offsetof(AmqIndexOptions, false_positive_rate);

@@ -180,11 +180,7 @@ alter_partitioned_index(AlterTableStmt *stmt, Oid indexoid, bool collect)
 	ListCell   *lc;
 
 	/* the owner only, checked before a lock a non-owner could hold up others with */
-#if PG_VERSION_NUM >= 160000
 	if (!object_ownercheck(RelationRelationId, indexoid, GetUserId()))
-#else
-	if (!pg_class_ownercheck(indexoid, GetUserId()))
-#endif
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
 	lockmode = AlterTableGetLockLevel(stmt->cmds);
 	LockRelationOid(indexoid, lockmode);

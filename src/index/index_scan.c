@@ -677,7 +677,6 @@ lookup_shape(PlannerInfo *root, IndexOptInfo *index, Node *indexkey,
 bool
 amq_index_may_probe(PlannerInfo *root, RangeTblEntry *rte, Oid relid)
 {
-	Oid			userid = GetUserId();
 	PlannerInfo *outer;
 
 	if (rte->securityQuals != NIL)
@@ -700,11 +699,8 @@ amq_index_may_probe(PlannerInfo *root, RangeTblEntry *rte, Oid relid)
 				return false;
 		}
 	}
-#if PG_VERSION_NUM < 160000
-	if (OidIsValid(rte->checkAsUser))
-		userid = rte->checkAsUser;
-#endif
-	return check_enable_rls(relid, userid, true) != RLS_ENABLED;
+	return check_enable_rls(relid, amq_rte_user(AMQ_QUERY_PERMINFOS(root->parse), rte),
+							true) != RLS_ENABLED;
 }
 
 static bool

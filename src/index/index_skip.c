@@ -96,11 +96,6 @@
 
 bool		amq_index_skip = true;
 
-#if PG_VERSION_NUM >= 190000
-static build_simple_rel_hook_type prev_build_simple_rel = NULL;
-#else
-static get_relation_info_hook_type prev_get_relation_info = NULL;
-#endif
 static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
 static planner_hook_type prev_planner = NULL;
 
@@ -213,12 +208,8 @@ clause_value(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index,
 	if (OidIsValid(index->indexcollations[0]) &&
 		index->indexcollations[0] != op->inputcollid)
 		return NULL;
-	child = adjust_appendrel_attrs_multilevel(root, (Node *) var,
-#if PG_VERSION_NUM >= 160000
-											  rel, root->simple_rel_array[top]);
-#else
-											  rel->relids, rel->top_parent_relids);
-#endif
+	child = amq_adjust_appendrel_attrs_multilevel(root, (Node *) var,
+												  rel, root->simple_rel_array[top]);
 	if (!IsA(child, Var) || ((Var *) child)->varattno != index->indexkeys[0])
 		return NULL;
 	return (Const *) right;
@@ -290,7 +281,14 @@ skip_relation_info(PlannerInfo *root, bool inhparent, RelOptInfo *rel)
 	}
 }
 
+/*
+ * The hook that runs skip_relation_info: build_simple_rel_hook on 19, which
+ * replaced get_relation_info_hook (the one place here that differs between
+ * majors other than through glue/pg_compat.h: a hook is installed by name).
+ */
 #if PG_VERSION_NUM >= 190000
+static build_simple_rel_hook_type prev_build_simple_rel = NULL;
+
 static void
 skip_build_simple_rel(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
 {
@@ -299,7 +297,16 @@ skip_build_simple_rel(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
 	if (rte->rtekind == RTE_RELATION)
 		skip_relation_info(root, rte->inh, rel);
 }
+
+static void
+install_relation_info_hook(void)
+{
+	prev_build_simple_rel = build_simple_rel_hook;
+	build_simple_rel_hook = skip_build_simple_rel;
+}
 #else
+static get_relation_info_hook_type prev_get_relation_info = NULL;
+
 static void
 skip_get_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
 					   RelOptInfo *rel)
@@ -307,6 +314,13 @@ skip_get_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
 	if (prev_get_relation_info)
 		prev_get_relation_info(root, relationObjectId, inhparent, rel);
 	skip_relation_info(root, inhparent, rel);
+}
+
+static void
+install_relation_info_hook(void)
+{
+	prev_get_relation_info = get_relation_info_hook;
+	get_relation_info_hook = skip_get_relation_info;
 }
 #endif
 
@@ -741,14 +755,10 @@ append_has_rls(Rewrite *rw, Append *append)
 	while ((rti = bms_next_member(append->apprelids, rti)) >= 0)
 	{
 		RangeTblEntry *rte = rt_fetch(rti, rw->stmt->rtable);
-		Oid			userid = GetUserId();
 
-#if PG_VERSION_NUM < 160000
-		if (OidIsValid(rte->checkAsUser))
-			userid = rte->checkAsUser;
-#endif
 		if (rte->rtekind != RTE_RELATION ||
-			check_enable_rls(rte->relid, userid, true) == RLS_ENABLED)
+			check_enable_rls(rte->relid, amq_rte_user(AMQ_PLAN_PERMINFOS(rw->stmt), rte),
+							 true) == RLS_ENABLED)
 			return true;
 	}
 	return false;
@@ -1353,13 +1363,7 @@ amq_index_skip_init(void)
 							 NULL, NULL, NULL);
 	RegisterCustomScanMethods(&probed_scan_methods);
 	RegisterCustomScanMethods(&append_scan_methods);
-#if PG_VERSION_NUM >= 190000
-	prev_build_simple_rel = build_simple_rel_hook;
-	build_simple_rel_hook = skip_build_simple_rel;
-#else
-	prev_get_relation_info = get_relation_info_hook;
-	get_relation_info_hook = skip_get_relation_info;
-#endif
+	install_relation_info_hook();
 	prev_set_rel_pathlist = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = skip_set_rel_pathlist;
 	prev_planner = planner_hook;

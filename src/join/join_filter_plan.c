@@ -231,16 +231,9 @@ join_may_filter(JoinType jointype)
 	{
 		case JOIN_INNER:
 		case JOIN_SEMI:
-		case JOIN_RIGHT:
-#if PG_VERSION_NUM >= 160000
-		case JOIN_RIGHT_ANTI:
-#endif
-#if PG_VERSION_NUM >= 180000
-		case JOIN_RIGHT_SEMI:
-#endif
 			return true;
 		default:
-			return false;
+			return amq_join_is_right(jointype);
 	}
 }
 
@@ -259,16 +252,8 @@ side_may_drop(JoinType jointype, bool outer_side)
 		case JOIN_SEMI:
 		case JOIN_ANTI:
 			return outer_side;
-		case JOIN_RIGHT:
-#if PG_VERSION_NUM >= 160000
-		case JOIN_RIGHT_ANTI:
-#endif
-#if PG_VERSION_NUM >= 180000
-		case JOIN_RIGHT_SEMI:
-#endif
-			return !outer_side;
 		default:
-			return false;
+			return amq_join_is_right(jointype) && !outer_side;
 	}
 }
 
