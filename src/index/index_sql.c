@@ -859,10 +859,8 @@ type_runs_not_builtin(Oid type, bool input, OwnerCodeWalk *walk)
 		found = input && not_builtin(((Form_pg_range) GETSTRUCT(range))->rngcanonical, walk);
 		ReleaseSysCache(range);
 	}
-#if PG_VERSION_NUM >= 140000
 	else if (t->typtype == TYPTYPE_MULTIRANGE)
 		parts[0] = get_multirange_range(type);
-#endif
 	else if (t->typtype != TYPTYPE_COMPOSITE)
 		parts[0] = t->typelem;	/* an array's element (InvalidOid if none) */
 	ReleaseSysCache(tuple);
@@ -916,13 +914,11 @@ runs_not_builtin(Node *node, void *context)
 											  TYPECACHE_CMP_PROC)->cmp_proc, walk))
 				return true;
 			break;
-#if PG_VERSION_NUM >= 140000
 		case T_SubscriptingRef:
 			if (not_builtin(get_typsubscript(((SubscriptingRef *) node)->refcontainertype,
 											 NULL), walk))
 				return true;
 			break;
-#endif
 		default:
 			break;
 	}
