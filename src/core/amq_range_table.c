@@ -19,6 +19,7 @@ amq_rt_geometry(uint32_t bytes, uint32_t fp_bits, amq_rt_geom *out)
 		return false;
 	out->nbuckets = (bytes - stash_bytes) / bucket_bytes;
 	out->fp_bits = fp_bits;
+	out->spans = 0;
 	return true;
 }
 
@@ -77,6 +78,28 @@ make_entry(const amq_rt_geom *g, uint32_t fp, uint32_t range)
 {
 	return (fp << (32 - g->fp_bits)) | range;
 }
+
+/* The bit of a range that marks a span's end (0 in a table without spans). */
+static inline uint32_t
+span_bit(const amq_rt_geom *g)
+{
+	return g->spans ? (amq_rt_everywhere(g) >> 1) + 1 : 0;
+}
+
+/*
+ * What a key's entries (those of its fingerprint) say: their number, its
+ * plain ranges' least and greatest, its span, whether one is "everywhere",
+ * and whether one answers range.
+ */
+typedef struct fp_entries
+{
+	int			n;
+	uint32_t	lo;				/* over plain ranges and span ends */
+	uint32_t	hi;
+	amq_rt_span span;			/* lo > hi: no span end */
+	bool		everywhere;
+	bool		holds;			/* range: its entry, in its span, or everywhere */
+} fp_entries;
 
 /* Stores e in an empty slot of bucket b; false if it has none. */
 static bool
@@ -154,32 +177,54 @@ key_slot(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slots,
 }
 
 /*
- * Visits the slots a key's entries can be in: its two buckets and the
- * stash.  Returns how many entries of fp there are; sets *exact if one is
- * (fp, range) or (fp, everywhere).
+ * Visits the slots a key's entries can be in (its two buckets and the
+ * stash) and says what its entries hold (fp_entries), for range.
  */
-static int
-count_fp(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slots,
-		 amq_rt_key key, uint32_t range, bool *exact)
+static void
+scan_fp(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slots,
+		amq_rt_key key, uint32_t range, fp_entries *out)
 {
 	uint32_t	b2 = alt_bucket(g, key.bucket, key.fp);
 	uint32_t	everywhere = amq_rt_everywhere(g);
+	uint32_t	sbit = span_bit(g);
 	bool		more = true;
-	int			n = 0;
 	int			i;
 
-	*exact = false;
+	out->n = 0;
+	out->lo = UINT32_MAX;
+	out->hi = 0;
+	out->span.lo = UINT32_MAX;
+	out->span.hi = 0;
+	out->everywhere = false;
+	out->holds = false;
 	for (i = 0; more; i++)
 	{
 		uint32_t	e = key_slot(g, page, slots, key, b2, i, &more);
+		uint32_t	r;
 
 		if (e == 0 || entry_fp(g, e) != key.fp)
 			continue;
-		n++;
-		if (entry_range(g, e) == range || entry_range(g, e) == everywhere)
-			*exact = true;
+		out->n++;
+		r = entry_range(g, e);
+		if (r == everywhere)
+		{
+			out->everywhere = true;
+			continue;
+		}
+		if (r & sbit)
+		{
+			r &= ~sbit;
+			out->span.lo = r < out->span.lo ? r : out->span.lo;
+			out->span.hi = r > out->span.hi ? r : out->span.hi;
+		}
+		else if (r == range)
+			out->holds = true;
+		out->lo = r < out->lo ? r : out->lo;
+		out->hi = r > out->hi ? r : out->hi;
 	}
-	return n;
+	if (out->everywhere ||
+		(out->span.lo <= out->span.hi && out->span.lo <= range && range <= out->span.hi))
+		out->holds = true;
 }
 
 /* Empties every slot of fp among the key's buckets and the stash. */
@@ -225,29 +270,66 @@ remove_fp(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key k
 	return removed;
 }
 
+/*
+ * Replaces the key's entries by what they become: one (fp, everywhere), or
+ * a span lo .. hi.  The freed slots are in the key's buckets or the stash,
+ * and at least as many as the entries placed (the caller's): there is
+ * room, but a page that had none would answer everything.
+ */
+static amq_rt_result
+replace_fp(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key key,
+		   bool everywhere, uint32_t lo, uint32_t hi, int *delta)
+{
+	int			removed = remove_fp(g, page, slots, key);
+	int			placed = 0;
+
+	page->nentries -= removed;
+	*delta = -removed;
+	if (everywhere)
+		placed += place(g, page, slots, key.bucket, make_entry(g, key.fp, amq_rt_everywhere(g)));
+	else
+	{
+		placed += place(g, page, slots, key.bucket, make_entry(g, key.fp, span_bit(g) | lo));
+		placed += place(g, page, slots, key.bucket, make_entry(g, key.fp, span_bit(g) | hi));
+	}
+	page->nentries += placed;
+	*delta += placed;
+	if (placed != (everywhere ? 1 : 2))
+	{
+		page->flags |= AMQ_RT_SATURATED;
+		return AMQ_RT_NOW_SATURATED;
+	}
+	return AMQ_RT_WIDENED;
+}
+
 amq_rt_result
 amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots,
 			  amq_rt_key key, uint32_t range, int *delta)
 {
-	bool		exact;
-	int			n;
+	fp_entries	fe;
 
 	*delta = 0;
 	if (page->flags & AMQ_RT_SATURATED)
 		return AMQ_RT_PRESENT;
-	n = count_fp(g, page, slots, key, range, &exact);
-	if (exact)
+	/* a range past those the table numbers (a caller's slip) is everywhere */
+	if (range >= amq_rt_ranges(g))
+		range = amq_rt_everywhere(g);
+	scan_fp(g, page, slots, key, range, &fe);
+	if (fe.holds)
 		return AMQ_RT_PRESENT;
-	if (n >= AMQ_RT_MAX_RANGES)
+	if (range == amq_rt_everywhere(g))
 	{
-		/* the freed slots are in the key's buckets, or the stash: room */
-		int			removed = remove_fp(g, page, slots, key);
-
-		if (!place(g, page, slots, key.bucket, make_entry(g, key.fp, amq_rt_everywhere(g))))
-			return AMQ_RT_NOW_SATURATED;	/* cannot happen: removed >= 1 */
-		page->nentries -= removed - 1;
-		*delta = 1 - removed;
-		return AMQ_RT_WIDENED;
+		if (fe.n > 0)
+			return replace_fp(g, page, slots, key, true, 0, 0, delta);
+	}
+	else if (fe.span.lo <= fe.span.hi || fe.n >= AMQ_RT_MAX_RANGES)
+	{
+		/* a span widened to range, or the key's ranges and range made one */
+		if (g->spans)
+			return replace_fp(g, page, slots, key, false,
+							  range < fe.lo ? range : fe.lo,
+							  range > fe.hi ? range : fe.hi, delta);
+		return replace_fp(g, page, slots, key, true, 0, 0, delta);
 	}
 	if (!place(g, page, slots, key.bucket, make_entry(g, key.fp, range)))
 	{
@@ -260,42 +342,87 @@ amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots,
 	return AMQ_RT_ADDED;
 }
 
+amq_rt_result
+amq_rt_insert_span(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots,
+				   amq_rt_key key, uint32_t lo, uint32_t hi, int *delta)
+{
+	fp_entries	fe;
+
+	*delta = 0;
+	if (!g->spans || lo > hi || hi >= amq_rt_ranges(g))
+		return amq_rt_insert(g, page, slots, key, amq_rt_everywhere(g), delta);
+	if (page->flags & AMQ_RT_SATURATED)
+		return AMQ_RT_PRESENT;
+	scan_fp(g, page, slots, key, lo, &fe);
+	if (fe.everywhere || (fe.span.lo <= lo && hi <= fe.span.hi))
+		return AMQ_RT_PRESENT;
+	return replace_fp(g, page, slots, key, false,
+					  fe.n > 0 && fe.lo < lo ? fe.lo : lo,
+					  fe.n > 0 && fe.hi > hi ? fe.hi : hi, delta);
+}
+
 int
 amq_rt_lookup(const amq_rt_geom *g, const amq_rt_page *page,
-			  const uint32_t *slots, amq_rt_key key, uint32_t *ranges, int max)
+			  const uint32_t *slots, amq_rt_key key, uint32_t *ranges, int max,
+			  amq_rt_span *span)
 {
 	uint32_t	b2 = alt_bucket(g, key.bucket, key.fp);
 	uint32_t	everywhere = amq_rt_everywhere(g);
+	uint32_t	sbit = span_bit(g);
 	bool		more = true;
 	int			n = 0;
 	int			i;
 
+	span->lo = UINT32_MAX;
+	span->hi = 0;
 	if (page->flags & AMQ_RT_SATURATED)
 		return -1;
 	for (i = 0; more; i++)
 	{
 		uint32_t	e = key_slot(g, page, slots, key, b2, i, &more);
+		uint32_t	r;
 
 		if (e == 0 || entry_fp(g, e) != key.fp)
 			continue;
-		if (entry_range(g, e) == everywhere)
+		r = entry_range(g, e);
+		if (r == everywhere)
 			return -1;
+		if (r & sbit)
+		{
+			r &= ~sbit;
+			span->lo = r < span->lo ? r : span->lo;
+			span->hi = r > span->hi ? r : span->hi;
+			continue;
+		}
 		if (n < max)
-			ranges[n] = entry_range(g, e);
+			ranges[n] = r;
 		n++;
 	}
 	return n;
 }
 
 bool
-amq_rt_may_contain(const amq_rt_geom *g, const amq_rt_page *page,
-				   const uint32_t *slots, amq_rt_key key)
+amq_rt_holds(const amq_rt_geom *g, const amq_rt_page *page,
+			 const uint32_t *slots, amq_rt_key key, uint32_t range)
 {
-	bool		exact;
+	fp_entries	fe;
 
 	if (page->flags & AMQ_RT_SATURATED)
 		return true;
-	return count_fp(g, page, slots, key, 0, &exact) > 0;
+	scan_fp(g, page, slots, key, range, &fe);
+	return fe.holds;
+}
+
+bool
+amq_rt_may_contain(const amq_rt_geom *g, const amq_rt_page *page,
+				   const uint32_t *slots, amq_rt_key key)
+{
+	fp_entries	fe;
+
+	if (page->flags & AMQ_RT_SATURATED)
+		return true;
+	scan_fp(g, page, slots, key, 0, &fe);
+	return fe.n > 0;
 }
 
 bool
