@@ -231,7 +231,7 @@ amq_index_range_of(const amq_rt_geom *geom, const AmqIndexGen *g, BlockNumber bl
 {
 	uint64		range = blkno / g->pages_per_range;
 
-	return range < amq_rt_everywhere(geom) ? (uint32) range : amq_rt_everywhere(geom);
+	return range < amq_rt_ranges(geom) ? (uint32) range : amq_rt_everywhere(geom);
 }
 
 /*
@@ -245,7 +245,7 @@ amq_index_pages_per_range(Relation index, const amq_rt_geom *geom,
 						  BlockNumber heap_blocks, uint32 at_least)
 {
 	int			option = amq_index_option_pages_per_range(index);
-	uint64		ranges = amq_rt_everywhere(geom);
+	uint64		ranges = amq_rt_ranges(geom);
 	uint64		ppr;
 
 	if (option > 0)
@@ -332,6 +332,8 @@ typedef struct BuildState
 	int64		lo;				/* their bounds (hasher.bounds_kind) */
 	int64		hi;
 	int			range_shift;	/* the pairs' ranges, >> it, are the index's */
+	uint32		span_limit;		/* the widest span a key keeps, in the
+								 * index's ranges (wider: "everywhere") */
 	MemoryContext tmpcxt;		/* reset after every value */
 } BuildState;
 
@@ -422,7 +424,8 @@ next_pair(Tuplesortstate *sort, uint64 *hash, uint32 *range)
 
 /*
  * Says so when most of the values the build stored are "everywhere" (each
- * in more than AMQ_RT_MAX_RANGES ranges of a table that has many more):
+ * in more than AMQ_RT_MAX_RANGES ranges of a table that has many more,
+ * spread over more than half of it):
  * their lookups read the whole table, and the planner, which knows it
  * (index_scan.c), will rarely use the index.  A table of a few ranges is
  * read whole at little cost: nothing is said of it.
@@ -444,9 +447,9 @@ report_everywhere(Relation index, uint64 keys, uint64 everywhere,
 			(errmsg("index \"%s\" cannot narrow lookups of %.0f%% of its values",
 					RelationGetRelationName(index), 100.0 * everywhere / keys),
 			 index->rd_rel->relispartition ?
-			 errdetail("Each of them is in more than %d of the table's %.0f block ranges: a lookup of it reads the whole table.  The indexes of other partitions this statement builds are not named.",
+			 errdetail("Each of them is in more than %d of the table's %.0f block ranges, spread over more than half of the table: a lookup of it reads the whole table.  The indexes of other partitions this statement builds are not named.",
 					   AMQ_RT_MAX_RANGES, ranges) :
-			 errdetail("Each of them is in more than %d of the table's %.0f block ranges: a lookup of it reads the whole table.",
+			 errdetail("Each of them is in more than %d of the table's %.0f block ranges, spread over more than half of the table: a lookup of it reads the whole table.",
 					   AMQ_RT_MAX_RANGES, ranges),
 			 errhint("A btree index serves a column whose values are scattered over the table; BRIN, or an amqfilter index with a larger pages_per_range, one whose rows are clustered.")));
 }
@@ -465,7 +468,9 @@ typedef struct BuildShapes
 {
 	int			n;				/* sizes weighed: 1 << 0 .. 1 << (n - 1) */
 	double		table_ranges;	/* the table's ranges at the first size */
+	bool		spans;			/* a key in many ranges keeps a span */
 	/* the run being counted */
+	uint32		first[AMQ_BUILD_SHAPES];
 	uint32		last[AMQ_BUILD_SHAPES];
 	int			distinct[AMQ_BUILD_SHAPES];	/* to one past AMQ_RT_MAX_RANGES */
 	/* over the runs */
@@ -474,7 +479,20 @@ typedef struct BuildShapes
 	uint64		everywhere[AMQ_BUILD_SHAPES];
 	double		read[AMQ_BUILD_SHAPES];	/* first-size ranges a lookup of each
 										 * key reads, summed */
+	uint64		kept_read[AMQ_BUILD_SHAPES];	/* ranges of the size the keys
+												 * not "everywhere" read */
 } BuildShapes;
+
+/*
+ * The widest span a key keeps, in a table of ranges ranges: half of them.
+ * A key spread wider is "everywhere" (one entry for two), which reads
+ * little more.
+ */
+static inline uint64
+span_limit(double ranges)
+{
+	return (uint64) Max(ranges / 2.0, 1.0);
+}
 
 static void
 shapes_run_start(BuildShapes *sh)
@@ -494,6 +512,8 @@ shapes_add(BuildShapes *sh, uint32 range)
 
 		if (sh->distinct[i] == 0 || v != sh->last[i])
 		{
+			if (sh->distinct[i] == 0)
+				sh->first[i] = v;
 			if (sh->distinct[i] <= AMQ_RT_MAX_RANGES)
 				sh->distinct[i]++;
 			sh->last[i] = v;
@@ -510,7 +530,17 @@ shapes_run_end(BuildShapes *sh, bool everywhere)
 	sh->keys++;
 	for (i = 0; i < sh->n; i++)
 	{
-		if (everywhere || sh->distinct[i] > AMQ_RT_MAX_RANGES)
+		uint64		width = (uint64) sh->last[i] - sh->first[i] + 1;
+
+		if (!everywhere && sh->distinct[i] > AMQ_RT_MAX_RANGES && sh->spans &&
+			width <= span_limit(sh->table_ranges / ((uint64) 1 << i)))
+		{
+			/* a span: its first range to its last */
+			sh->entries[i] += 2;
+			sh->read[i] += (double) width * ((uint64) 1 << i);
+			sh->kept_read[i] += width;
+		}
+		else if (everywhere || sh->distinct[i] > AMQ_RT_MAX_RANGES)
 		{
 			sh->entries[i]++;
 			sh->everywhere[i]++;
@@ -520,6 +550,7 @@ shapes_run_end(BuildShapes *sh, bool everywhere)
 		{
 			sh->entries[i] += sh->distinct[i];
 			sh->read[i] += (double) sh->distinct[i] * ((uint64) 1 << i);
+			sh->kept_read[i] += sh->distinct[i];
 		}
 	}
 }
@@ -562,10 +593,13 @@ shapes_best(const BuildShapes *sh, double p)
 /* Tries at sizing a build's generation (index_build: fill_pages). */
 #define AMQ_INDEX_BUILD_TRIES	4
 
-/* Adds one key's run of ranges to a page: its ranges, or one "everywhere". */
+/*
+ * Adds one key's run of ranges to a page: its ranges, or its span (ranges[0]
+ * to last), or one "everywhere".
+ */
 static void
 add_run(BuildState *state, Page page, amq_rt_key key, const uint32 *ranges, int n,
-		uint64 *added)
+		uint32 last, uint64 *added)
 {
 	AmqIndexPageHeader *hdr = AmqIndexPageGetHeader(page);
 	int			delta;
@@ -573,9 +607,14 @@ add_run(BuildState *state, Page page, amq_rt_key key, const uint32 *ranges, int 
 
 	if (n > AMQ_RT_MAX_RANGES)
 	{
-		/* straight to the one entry its ranges would become */
-		amq_rt_insert(&state->geom, &hdr->table, AmqIndexPageGetSlots(page), key,
-					  amq_rt_everywhere(&state->geom), &delta);
+		/* straight to what its ranges would become */
+		if (state->geom.spans && last != amq_rt_everywhere(&state->geom) &&
+			(uint64) last - ranges[0] + 1 <= state->span_limit)
+			amq_rt_insert_span(&state->geom, &hdr->table, AmqIndexPageGetSlots(page), key,
+							   ranges[0], last, &delta);
+		else
+			amq_rt_insert(&state->geom, &hdr->table, AmqIndexPageGetSlots(page), key,
+						  amq_rt_everywhere(&state->geom), &delta);
 		*added += delta;
 		return;
 	}
@@ -607,6 +646,7 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 	uint32		run_page = 0;
 	uint32		ranges[AMQ_RT_MAX_RANGES + 1];
 	int			nranges = 0;
+	uint32		last = 0;		/* the run's last range */
 	bool		started = false;
 	bool		more;
 
@@ -631,7 +671,7 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 				CHECK_FOR_INTERRUPTS();
 			}
 			amq_index_page_make_whole(page.data);
-			add_run(state, page.data, run_key, ranges, nranges, added);
+			add_run(state, page.data, run_key, ranges, nranges, last, added);
 			nranges = 0;
 		}
 		if (!more)
@@ -644,11 +684,13 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 			run_hash = hash;
 			amq_index_locate(meta, &state->geom, 0, hash, &run_page, &run_key);
 		}
-		else if (nranges > 0 && ranges[nranges - 1] == range)
+		else if (nranges > 0 && last == range)
 			continue;
 		/* distinct ranges, counted to one past the most a key keeps */
 		if (nranges <= AMQ_RT_MAX_RANGES)
 			ranges[nranges++] = range;
+		/* ascending, "everywhere" last */
+		last = range;
 	} while (more);
 	for (; cur < gen->npages; cur++)
 	{
@@ -702,6 +744,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 										 "amqfilter index build",
 										 ALLOCSET_DEFAULT_SIZES);
 	memset(&meta, 0, sizeof(meta));
+	meta.version = AMQ_INDEX_VERSION;
 	meta.fp_bits = fp_bits_for(p);
 	amq_index_geometry(&meta, &state.geom);
 	memset(&state.gen, 0, sizeof(state.gen));
@@ -722,6 +765,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	 * which it takes the size whose lookups read least (shapes_best).
 	 */
 	memset(&shapes, 0, sizeof(shapes));
+	shapes.spans = state.geom.spans;
 	shapes.table_ranges = Max(ceil((double) RelationGetNumberOfBlocks(heap) /
 								   state.gen.pages_per_range), 1.0);
 	shapes.n = 1;
@@ -755,6 +799,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		shapes_run_end(&shapes, run_everywhere);
 	state.range_shift = shapes_best(&shapes, p);
 	state.gen.pages_per_range <<= state.range_shift;
+	state.span_limit = (uint32) span_limit(shapes.table_ranges / ((uint64) 1 << state.range_shift));
 	keys = shapes.keys;
 	entries = shapes.entries[state.range_shift];
 	everywhere = shapes.everywhere[state.range_shift];
@@ -794,6 +839,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 		m->build_keys = keys;
 		m->build_everywhere = everywhere;
+		m->build_reads = shapes.kept_read[state.range_shift];
 		m->flags |= AMQ_INDEX_KEYS_COUNTED;
 		if (state.hasher.bounds_kind != AMQ_BOUNDS_NONE)
 		{
@@ -841,6 +887,7 @@ amq_index_buildempty(Relation index)
 	int			i;
 
 	memset(&meta, 0, sizeof(meta));
+	meta.version = AMQ_INDEX_VERSION;
 	meta.fp_bits = fp_bits_for(p);
 	amq_index_geometry(&meta, &geom);
 	amq_index_size_gen(AMQ_INDEX_MIN_CAPACITY, AMQ_INDEX_METAPAGE + 1,
