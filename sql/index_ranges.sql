@@ -90,7 +90,7 @@ SELECT everywhere AS no_everywhere FROM amqfilter_index_info('rt_id');
 SET enable_seqscan = off;
 SELECT count(*) FROM rt WHERE id = 42;
 SELECT count(*) FROM rt WHERE k = 'many';
-SELECT pg_temp.heap_blocks('SELECT * FROM rt WHERE id = 42') =
+SELECT pg_temp.heap_blocks('SELECT * FROM rt WHERE id = 42') <=
 	   (SELECT max((ctid::text::point)[0]) - min((ctid::text::point)[0]) + 1
 		  FROM rt WHERE id = 42) AS reads_its_span;
 SELECT count(*) FROM rt WHERE id = 43;

@@ -94,6 +94,8 @@ span_bit(const amq_rt_geom *g)
 typedef struct fp_entries
 {
 	int			n;
+	int			nplain;
+	uint32_t	plain[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
 	uint32_t	lo;				/* over plain ranges and span ends */
 	uint32_t	hi;
 	amq_rt_span span;			/* lo > hi: no span end */
@@ -191,6 +193,7 @@ scan_fp(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slots,
 	int			i;
 
 	out->n = 0;
+	out->nplain = 0;
 	out->lo = UINT32_MAX;
 	out->hi = 0;
 	out->span.lo = UINT32_MAX;
@@ -217,8 +220,12 @@ scan_fp(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slots,
 			out->span.lo = r < out->span.lo ? r : out->span.lo;
 			out->span.hi = r > out->span.hi ? r : out->span.hi;
 		}
-		else if (r == range)
-			out->holds = true;
+		else
+		{
+			if (r == range)
+				out->holds = true;
+			out->plain[out->nplain++] = r;
+		}
 		out->lo = r < out->lo ? r : out->lo;
 		out->hi = r > out->hi ? r : out->hi;
 	}
@@ -272,34 +279,113 @@ remove_fp(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key k
 
 /*
  * Replaces the key's entries by what they become: one (fp, everywhere), or
- * a span lo .. hi.  The freed slots are in the key's buckets or the stash,
- * and at least as many as the entries placed (the caller's): there is
- * room, but a page that had none would answer everything.
+ * a span lo .. hi and the nout ranges out[] beside it.  The freed slots are
+ * in the key's buckets or the stash, and at least as many as the entries
+ * placed (the callers'): there is room, but a page that had none would
+ * answer everything.
  */
 static amq_rt_result
 replace_fp(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key key,
-		   bool everywhere, uint32_t lo, uint32_t hi, int *delta)
+		   bool everywhere, uint32_t lo, uint32_t hi, const uint32_t *out, int nout,
+		   int *delta)
 {
 	int			removed = remove_fp(g, page, slots, key);
 	int			placed = 0;
+	int			want;
+	int			i;
 
 	page->nentries -= removed;
 	*delta = -removed;
 	if (everywhere)
+	{
+		want = 1;
 		placed += place(g, page, slots, key.bucket, make_entry(g, key.fp, amq_rt_everywhere(g)));
+	}
 	else
 	{
+		want = 2 + nout;
 		placed += place(g, page, slots, key.bucket, make_entry(g, key.fp, span_bit(g) | lo));
 		placed += place(g, page, slots, key.bucket, make_entry(g, key.fp, span_bit(g) | hi));
+		for (i = 0; i < nout; i++)
+			placed += place(g, page, slots, key.bucket, make_entry(g, key.fp, out[i]));
 	}
 	page->nentries += placed;
 	*delta += placed;
-	if (placed != (everywhere ? 1 : 2))
+	if (placed != want)
 	{
 		page->flags |= AMQ_RT_SATURATED;
 		return AMQ_RT_NOW_SATURATED;
 	}
 	return AMQ_RT_WIDENED;
+}
+
+/*
+ * The span and the ranges beside it (at most AMQ_RT_SPAN_BESIDE) that
+ * cover a key's span (if any), its ranges and range, reading the fewest
+ * ranges (the span's width and one a range beside it), and of those the
+ * one of fewest entries: the ranges a lookup reads, least; a range next
+ * to the span joins it.  The rest of the points join the span.
+ */
+static amq_rt_result
+respan(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key key,
+	   const fp_entries *fe, uint32_t range, int *delta)
+{
+	uint32_t	pts[AMQ_RT_MAX_RANGES + 1];
+	int			npts = 0;
+	bool		has_span = fe->span.lo <= fe->span.hi;
+	uint64_t	best_cost = UINT64_MAX;
+	uint32_t	best_lo = 0,
+				best_hi = 0;
+	uint32_t	out[AMQ_RT_SPAN_BESIDE];
+	int			nout = 0;
+	unsigned	mask,
+				best_mask = 0;
+	int			i;
+
+	/* the key's ranges past AMQ_RT_MAX_RANGES (a page that holds more) join its span */
+	for (i = 0; i < fe->nplain && npts < AMQ_RT_MAX_RANGES; i++)
+		pts[npts++] = fe->plain[i];
+	pts[npts++] = range;
+	for (mask = 0; mask < (1u << npts); mask++)
+	{
+		/* bits set: the points that join the span; the others stay beside it */
+		uint32_t	lo = has_span ? fe->span.lo : UINT32_MAX;
+		uint32_t	hi = has_span ? fe->span.hi : 0;
+		int			beside = 0;
+		uint64_t	cost;
+
+		for (i = 0; i < npts; i++)
+			if (mask & (1u << i))
+			{
+				lo = pts[i] < lo ? pts[i] : lo;
+				hi = pts[i] > hi ? pts[i] : hi;
+			}
+			else
+				beside++;
+		if (beside > AMQ_RT_SPAN_BESIDE || lo > hi)
+			continue;
+		cost = ((uint64_t) hi - lo + 1 + beside) * 4 + beside;
+		if (cost < best_cost)
+		{
+			best_cost = cost;
+			best_mask = mask;
+			best_lo = lo;
+			best_hi = hi;
+		}
+	}
+	/* the ranges of a page that held more than AMQ_RT_MAX_RANGES join too */
+	for (i = AMQ_RT_MAX_RANGES; i < fe->nplain; i++)
+	{
+		best_lo = fe->plain[i] < best_lo ? fe->plain[i] : best_lo;
+		best_hi = fe->plain[i] > best_hi ? fe->plain[i] : best_hi;
+	}
+	for (i = 0; i < npts; i++)
+		if (!(best_mask & (1u << i)) && pts[i] >= best_lo && pts[i] <= best_hi)
+			best_mask |= 1u << i;	/* inside the widened span after all */
+	for (i = 0; i < npts; i++)
+		if (!(best_mask & (1u << i)))
+			out[nout++] = pts[i];
+	return replace_fp(g, page, slots, key, false, best_lo, best_hi, out, nout, delta);
 }
 
 amq_rt_result
@@ -320,16 +406,14 @@ amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots,
 	if (range == amq_rt_everywhere(g))
 	{
 		if (fe.n > 0)
-			return replace_fp(g, page, slots, key, true, 0, 0, delta);
+			return replace_fp(g, page, slots, key, true, 0, 0, NULL, 0, delta);
 	}
 	else if (fe.span.lo <= fe.span.hi || fe.n >= AMQ_RT_MAX_RANGES)
 	{
-		/* a span widened to range, or the key's ranges and range made one */
+		/* a span and ranges beside it, or in a table without spans, everywhere */
 		if (g->spans)
-			return replace_fp(g, page, slots, key, false,
-							  range < fe.lo ? range : fe.lo,
-							  range > fe.hi ? range : fe.hi, delta);
-		return replace_fp(g, page, slots, key, true, 0, 0, delta);
+			return respan(g, page, slots, key, &fe, range, delta);
+		return replace_fp(g, page, slots, key, true, 0, 0, NULL, 0, delta);
 	}
 	if (!place(g, page, slots, key.bucket, make_entry(g, key.fp, range)))
 	{
@@ -356,9 +440,10 @@ amq_rt_insert_span(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots,
 	scan_fp(g, page, slots, key, lo, &fe);
 	if (fe.everywhere || (fe.span.lo <= lo && hi <= fe.span.hi))
 		return AMQ_RT_PRESENT;
+	/* the key's entries, if any, join the span */
 	return replace_fp(g, page, slots, key, false,
 					  fe.n > 0 && fe.lo < lo ? fe.lo : lo,
-					  fe.n > 0 && fe.hi > hi ? fe.hi : hi, delta);
+					  fe.n > 0 && fe.hi > hi ? fe.hi : hi, NULL, 0, delta);
 }
 
 int

@@ -22,14 +22,16 @@
  * ranges, or that does not fit:
  *	- (fp, range) or (fp, everywhere) present, or a span of fp that covers
  *	  range: nothing;
- *	- AMQ_RT_MAX_RANGES entries of fp already: in a table with spans, they
- *	  are replaced by a span, two entries (fp, first) and (fp, last) marked
- *	  as a span's ends, whose lookup answers the ranges first .. last (a key
- *	  whose rows cluster, with a few rows elsewhere, reads the blocks around
- *	  them); a span that does not cover range widens to it.  In a table
- *	  without spans, they are replaced by one entry (fp, everywhere), whose
- *	  lookup answers "the whole table" (a key in many ranges costs one
- *	  entry, not one per range);
+ *	- AMQ_RT_MAX_RANGES entries of fp already, or a span: in a table with
+ *	  spans, the key keeps a span, two entries (fp, first) and (fp, last)
+ *	  marked as a span's ends, whose lookup answers the ranges first ..
+ *	  last, and up to AMQ_RT_SPAN_BESIDE ranges beside it: of the ways to
+ *	  cover its ranges so, the one whose lookups read fewest ranges (a key
+ *	  whose rows cluster, with a row or two elsewhere, reads its cluster
+ *	  and those); the span widens to take in what does not fit beside it.
+ *	  In a table without spans, they are replaced by one entry (fp,
+ *	  everywhere), whose lookup answers "the whole table" (a key in many
+ *	  ranges costs one entry, not one per range);
  *	- no room in either bucket: entries are moved to their other bucket
  *	  (at most AMQ_RT_MAX_KICKS moves), then the one left over goes to the
  *	  page's stash of AMQ_RT_STASH_SLOTS entries;
@@ -46,6 +48,7 @@
 #define AMQ_RT_BUCKET_SLOTS		4
 #define AMQ_RT_STASH_SLOTS		16
 #define AMQ_RT_MAX_RANGES		4
+#define AMQ_RT_SPAN_BESIDE		2
 #define AMQ_RT_MAX_KICKS		500
 #define AMQ_RT_MIN_FP_BITS		8
 #define AMQ_RT_MAX_FP_BITS		24
@@ -152,7 +155,8 @@ extern amq_rt_result amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page,
 /*
  * Adds the ranges lo .. hi (lo <= hi < amq_rt_ranges(g)) to a page as a
  * key's span, folding its entries into it; in a table without spans, an
- * "everywhere" entry.
+ * "everywhere" entry.  (A build adds a key's span, then the ranges beside
+ * it with amq_rt_insert.)
  */
 extern amq_rt_result amq_rt_insert_span(const amq_rt_geom *g, amq_rt_page *page,
 										uint32_t *slots, amq_rt_key key,

@@ -469,9 +469,9 @@ typedef struct BuildShapes
 	int			n;				/* sizes weighed: 1 << 0 .. 1 << (n - 1) */
 	double		table_ranges;	/* the table's ranges at the first size */
 	bool		spans;			/* a key in many ranges keeps a span */
-	/* the run being counted */
-	uint32		first[AMQ_BUILD_SHAPES];
-	uint32		last[AMQ_BUILD_SHAPES];
+	/* the run being counted: its first 3 and last 3 distinct ranges */
+	uint32		first[AMQ_BUILD_SHAPES][3];
+	uint32		last[AMQ_BUILD_SHAPES][3];
 	int			distinct[AMQ_BUILD_SHAPES];	/* to one past AMQ_RT_MAX_RANGES */
 	/* over the runs */
 	uint64		keys;
@@ -494,6 +494,43 @@ span_limit(double ranges)
 	return (uint64) Max(ranges / 2.0, 1.0);
 }
 
+/*
+ * How a key in more than AMQ_RT_MAX_RANGES ranges is kept: a span and up
+ * to AMQ_RT_SPAN_BESIDE ranges beside it, the least and greatest of them
+ * (the core's rule: the fewest ranges read, then the fewest entries).
+ * first and last are its first 3 and last 3 distinct ranges, ascending;
+ * *left and *right the ranges beside the span below and above it.
+ */
+static uint64
+span_choice(const uint32 *first, const uint32 *last, uint32 *lo, uint32 *hi,
+			int *left, int *right)
+{
+	uint64		best = 0;
+	int			beside;
+	int			k;
+
+	for (beside = 0; beside <= AMQ_RT_SPAN_BESIDE; beside++)
+		for (k = 0; k <= beside; k++)
+		{
+			uint32		l = first[k];
+			uint32		h = last[2 - (beside - k)];
+			uint64		cost = ((uint64) h - l + 1 + beside) * 4 + beside;
+
+			if (h < l)
+				continue;
+			if (best == 0 || cost < best)
+			{
+				best = cost;
+				*lo = l;
+				*hi = h;
+				*left = k;
+				*right = beside - k;
+			}
+		}
+	/* the ranges a lookup reads */
+	return (uint64) *hi - *lo + 1 + *left + *right;
+}
+
 static void
 shapes_run_start(BuildShapes *sh)
 {
@@ -510,13 +547,15 @@ shapes_add(BuildShapes *sh, uint32 range)
 	{
 		uint32		v = range >> i;
 
-		if (sh->distinct[i] == 0 || v != sh->last[i])
+		if (sh->distinct[i] == 0 || v != sh->last[i][2])
 		{
-			if (sh->distinct[i] == 0)
-				sh->first[i] = v;
+			if (sh->distinct[i] < 3)
+				sh->first[i][sh->distinct[i]] = v;
 			if (sh->distinct[i] <= AMQ_RT_MAX_RANGES)
 				sh->distinct[i]++;
-			sh->last[i] = v;
+			sh->last[i][0] = sh->last[i][1];
+			sh->last[i][1] = sh->last[i][2];
+			sh->last[i][2] = v;
 		}
 	}
 }
@@ -530,13 +569,18 @@ shapes_run_end(BuildShapes *sh, bool everywhere)
 	sh->keys++;
 	for (i = 0; i < sh->n; i++)
 	{
-		uint64		width = (uint64) sh->last[i] - sh->first[i] + 1;
+		uint32		lo,
+					hi;
+		int			left = 0,
+					right = 0;
+		uint64		width = 0;
 
-		if (!everywhere && sh->distinct[i] > AMQ_RT_MAX_RANGES && sh->spans &&
-			width <= span_limit(sh->table_ranges / ((uint64) 1 << i)))
+		if (!everywhere && sh->distinct[i] > AMQ_RT_MAX_RANGES && sh->spans)
+			width = span_choice(sh->first[i], sh->last[i], &lo, &hi, &left, &right);
+		if (width > 0 && width <= span_limit(sh->table_ranges / ((uint64) 1 << i)))
 		{
-			/* a span: its first range to its last */
-			sh->entries[i] += 2;
+			/* a span, and the ranges beside it */
+			sh->entries[i] += 2 + left + right;
 			sh->read[i] += (double) width * ((uint64) 1 << i);
 			sh->kept_read[i] += width;
 		}
@@ -594,28 +638,49 @@ shapes_best(const BuildShapes *sh, double p)
 #define AMQ_INDEX_BUILD_TRIES	4
 
 /*
- * Adds one key's run of ranges to a page: its ranges, or its span (ranges[0]
- * to last), or one "everywhere".
+ * Adds one key's run of ranges to a page: its ranges, or its span and the
+ * ranges beside it (span_choice: from its first 3, ranges[], and last 3,
+ * last[]), or one "everywhere".
  */
 static void
 add_run(BuildState *state, Page page, amq_rt_key key, const uint32 *ranges, int n,
-		uint32 last, uint64 *added)
+		const uint32 *last, uint64 *added)
 {
 	AmqIndexPageHeader *hdr = AmqIndexPageGetHeader(page);
+	uint32	   *slots = AmqIndexPageGetSlots(page);
 	int			delta;
 	int			i;
 
 	if (n > AMQ_RT_MAX_RANGES)
 	{
+		uint32		lo,
+					hi;
+		int			left,
+					right;
+
 		/* straight to what its ranges would become */
-		if (state->geom.spans && last != amq_rt_everywhere(&state->geom) &&
-			(uint64) last - ranges[0] + 1 <= state->span_limit)
-			amq_rt_insert_span(&state->geom, &hdr->table, AmqIndexPageGetSlots(page), key,
-							   ranges[0], last, &delta);
+		if (state->geom.spans && last[2] != amq_rt_everywhere(&state->geom) &&
+			span_choice(ranges, last, &lo, &hi, &left, &right) <= state->span_limit)
+		{
+			amq_rt_insert_span(&state->geom, &hdr->table, slots, key, lo, hi, &delta);
+			*added += delta;
+			for (i = 0; i < left; i++)
+			{
+				amq_rt_insert(&state->geom, &hdr->table, slots, key, ranges[i], &delta);
+				*added += delta;
+			}
+			for (i = 3 - right; i < 3; i++)
+			{
+				amq_rt_insert(&state->geom, &hdr->table, slots, key, last[i], &delta);
+				*added += delta;
+			}
+		}
 		else
-			amq_rt_insert(&state->geom, &hdr->table, AmqIndexPageGetSlots(page), key,
+		{
+			amq_rt_insert(&state->geom, &hdr->table, slots, key,
 						  amq_rt_everywhere(&state->geom), &delta);
-		*added += delta;
+			*added += delta;
+		}
 		return;
 	}
 	for (i = 0; i < n; i++)
@@ -646,7 +711,7 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 	uint32		run_page = 0;
 	uint32		ranges[AMQ_RT_MAX_RANGES + 1];
 	int			nranges = 0;
-	uint32		last = 0;		/* the run's last range */
+	uint32		last[3] = {0, 0, 0};	/* the run's last 3 distinct ranges */
 	bool		started = false;
 	bool		more;
 
@@ -684,13 +749,15 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 			run_hash = hash;
 			amq_index_locate(meta, &state->geom, 0, hash, &run_page, &run_key);
 		}
-		else if (nranges > 0 && last == range)
+		else if (nranges > 0 && last[2] == range)
 			continue;
 		/* distinct ranges, counted to one past the most a key keeps */
 		if (nranges <= AMQ_RT_MAX_RANGES)
 			ranges[nranges++] = range;
 		/* ascending, "everywhere" last */
-		last = range;
+		last[0] = last[1];
+		last[1] = last[2];
+		last[2] = range;
 	} while (more);
 	for (; cur < gen->npages; cur++)
 	{
