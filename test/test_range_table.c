@@ -256,20 +256,41 @@ test_spans(void)
 	/* a span added whole, as a build adds a key's, with ranges beside it */
 	k = key_of(&p, 77);
 	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 500, &delta) == AMQ_RT_ADDED);
-	CHECK(amq_rt_insert_span(&p.g, &p.hdr, p.slots, k, 100, 200, &delta) == AMQ_RT_WIDENED);
+	CHECK(amq_rt_insert_span(&p.g, &p.hdr, p.slots, k, 100, 200, NULL, 0, &delta) == AMQ_RT_WIDENED);
 	CHECK(delta == 1 && p.hdr.nentries == 3);
 	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span) == 0);
 	CHECK(span.lo == 100 && span.hi == 500);
-	CHECK(amq_rt_insert_span(&p.g, &p.hdr, p.slots, k, 150, 160, &delta) == AMQ_RT_PRESENT);
+	CHECK(amq_rt_insert_span(&p.g, &p.hdr, p.slots, k, 150, 160, NULL, 0, &delta) == AMQ_RT_WIDENED);
+	CHECK(delta == 0 && p.hdr.nentries == 3);
 	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 900, &delta) == AMQ_RT_WIDENED);
 	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span) == 1);
 	CHECK(span.lo == 100 && span.hi == 500 && ranges[0] == 900);
+	CHECK(amq_rt_check(&p.g, &p.hdr, p.slots));
+	/* a build's span with 4 ranges beside it: 6 entries, each range held */
+	k = key_of(&p, 78);
+	{
+		static const uint32_t beside[] = {5, 7, 9000, 9100};
+
+		CHECK(amq_rt_insert_span(&p.g, &p.hdr, p.slots, k, 1000, 1040, beside, 4, &delta) ==
+			  AMQ_RT_WIDENED);
+		CHECK(delta == 6);
+		CHECK(reads(&p, k) == 41 + 4);
+		for (i = 0; i < 4; i++)
+			CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, beside[i]));
+		CHECK(!amq_rt_holds(&p.g, &p.hdr, p.slots, k, 6));
+		/* an insert then keeps at most 2 beside: the span takes in some */
+		CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 20000, &delta) == AMQ_RT_WIDENED);
+		for (i = 0; i < 4; i++)
+			CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, beside[i]));
+		CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, 1020));
+		CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, 20000));
+	}
 	CHECK(amq_rt_check(&p.g, &p.hdr, p.slots));
 	free(p.slots);
 	/* without spans, a span is "everywhere" */
 	page_init(&p, 12);
 	k = key_of(&p, 77);
-	CHECK(amq_rt_insert_span(&p.g, &p.hdr, p.slots, k, 100, 200, &delta) == AMQ_RT_ADDED);
+	CHECK(amq_rt_insert_span(&p.g, &p.hdr, p.slots, k, 100, 200, NULL, 0, &delta) == AMQ_RT_ADDED);
 	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span) == -1);
 	free(p.slots);
 }

@@ -428,22 +428,37 @@ amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots,
 
 amq_rt_result
 amq_rt_insert_span(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots,
-				   amq_rt_key key, uint32_t lo, uint32_t hi, int *delta)
+				   amq_rt_key key, uint32_t lo, uint32_t hi,
+				   const uint32_t *beside, int nbeside, int *delta)
 {
+	uint32_t	out[AMQ_RT_MAX_RANGES];
+	int			nout = 0;
 	fp_entries	fe;
+	int			i;
 
 	*delta = 0;
-	if (!g->spans || lo > hi || hi >= amq_rt_ranges(g))
+	if (!g->spans || lo > hi || hi >= amq_rt_ranges(g) || nbeside < 0 ||
+		nbeside > AMQ_RT_MAX_RANGES)
 		return amq_rt_insert(g, page, slots, key, amq_rt_everywhere(g), delta);
 	if (page->flags & AMQ_RT_SATURATED)
 		return AMQ_RT_PRESENT;
 	scan_fp(g, page, slots, key, lo, &fe);
-	if (fe.everywhere || (fe.span.lo <= lo && hi <= fe.span.hi))
+	if (fe.everywhere)
 		return AMQ_RT_PRESENT;
 	/* the key's entries, if any, join the span */
-	return replace_fp(g, page, slots, key, false,
-					  fe.n > 0 && fe.lo < lo ? fe.lo : lo,
-					  fe.n > 0 && fe.hi > hi ? fe.hi : hi, NULL, 0, delta);
+	if (fe.n > 0)
+	{
+		lo = fe.lo < lo ? fe.lo : lo;
+		hi = fe.hi > hi ? fe.hi : hi;
+	}
+	for (i = 0; i < nbeside; i++)
+	{
+		if (beside[i] >= amq_rt_ranges(g))
+			return amq_rt_insert(g, page, slots, key, amq_rt_everywhere(g), delta);
+		if (beside[i] < lo || beside[i] > hi)
+			out[nout++] = beside[i];
+	}
+	return replace_fp(g, page, slots, key, false, lo, hi, out, nout, delta);
 }
 
 int

@@ -154,13 +154,15 @@ extern amq_rt_result amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page,
 
 /*
  * Adds the ranges lo .. hi (lo <= hi < amq_rt_ranges(g)) to a page as a
- * key's span, folding its entries into it; in a table without spans, an
- * "everywhere" entry.  (A build adds a key's span, then the ranges beside
- * it with amq_rt_insert.)
+ * key's span, folding its entries into it, and nbeside ranges beside it
+ * (at most AMQ_RT_MAX_RANGES, outside lo .. hi; a build's choice, which
+ * may keep more than an insert would); in a table without spans, an
+ * "everywhere" entry.
  */
 extern amq_rt_result amq_rt_insert_span(const amq_rt_geom *g, amq_rt_page *page,
 										uint32_t *slots, amq_rt_key key,
-										uint32_t lo, uint32_t hi, int *delta);
+										uint32_t lo, uint32_t hi,
+										const uint32_t *beside, int nbeside, int *delta);
 
 /*
  * The ranges a page holds for a key: up to max of them into ranges[], and

@@ -461,6 +461,21 @@ report_everywhere(Relation index, uint64 keys, uint64 everywhere,
 #define AMQ_BUILD_SHAPES	11
 
 /*
+ * The ranges a build keeps beside a key's span: as many as an insert
+ * keeps.  A date of an append-mostly fact has a few rows in free space of
+ * pages far before its own: on a star schema partition, 28% of the dates
+ * read more than 100 blocks for their 36 at 2 beside, 9% at 4 (6 entries a
+ * key); but at 4 a table of keys of 5 to 9 scattered rows filled pages
+ * whatever the build's size (sql/index_costs.sql, ic_part).
+ */
+#define AMQ_BUILD_BESIDE	AMQ_RT_SPAN_BESIDE
+/* a run's first and last ranges counted: one past the most a key keeps */
+#define AMQ_BUILD_ENDS		(AMQ_RT_MAX_RANGES + 1)
+StaticAssertDecl(AMQ_BUILD_BESIDE <= AMQ_RT_MAX_RANGES &&
+				 AMQ_BUILD_ENDS == AMQ_RT_MAX_RANGES + 1,
+				 "a key's run is counted to one past the ranges an entry list keeps");
+
+/*
  * What the keys of a build come to at each size of range: counted in the
  * sorted pairs, a key's run at a time (its ranges ascending).
  */
@@ -469,9 +484,9 @@ typedef struct BuildShapes
 	int			n;				/* sizes weighed: 1 << 0 .. 1 << (n - 1) */
 	double		table_ranges;	/* the table's ranges at the first size */
 	bool		spans;			/* a key in many ranges keeps a span */
-	/* the run being counted: its first 3 and last 3 distinct ranges */
-	uint32		first[AMQ_BUILD_SHAPES][3];
-	uint32		last[AMQ_BUILD_SHAPES][3];
+	/* the run being counted: its first and last AMQ_BUILD_ENDS distinct ranges */
+	uint32		first[AMQ_BUILD_SHAPES][AMQ_BUILD_ENDS];
+	uint32		last[AMQ_BUILD_SHAPES][AMQ_BUILD_ENDS];
 	int			distinct[AMQ_BUILD_SHAPES];	/* to one past AMQ_RT_MAX_RANGES */
 	/* over the runs */
 	uint64		keys;
@@ -496,10 +511,11 @@ span_limit(double ranges)
 
 /*
  * How a key in more than AMQ_RT_MAX_RANGES ranges is kept: a span and up
- * to AMQ_RT_SPAN_BESIDE ranges beside it, the least and greatest of them
+ * to AMQ_BUILD_BESIDE ranges beside it, the least and greatest of them
  * (the core's rule: the fewest ranges read, then the fewest entries).
- * first and last are its first 3 and last 3 distinct ranges, ascending;
- * *left and *right the ranges beside the span below and above it.
+ * first and last are its first and last AMQ_BUILD_ENDS distinct ranges,
+ * ascending; *left and *right the ranges beside the span below and above
+ * it.
  */
 static uint64
 span_choice(const uint32 *first, const uint32 *last, uint32 *lo, uint32 *hi,
@@ -509,11 +525,11 @@ span_choice(const uint32 *first, const uint32 *last, uint32 *lo, uint32 *hi,
 	int			beside;
 	int			k;
 
-	for (beside = 0; beside <= AMQ_RT_SPAN_BESIDE; beside++)
+	for (beside = 0; beside <= AMQ_BUILD_BESIDE; beside++)
 		for (k = 0; k <= beside; k++)
 		{
 			uint32		l = first[k];
-			uint32		h = last[2 - (beside - k)];
+			uint32		h = last[AMQ_BUILD_ENDS - 1 - (beside - k)];
 			uint64		cost = ((uint64) h - l + 1 + beside) * 4 + beside;
 
 			if (h < l)
@@ -547,15 +563,14 @@ shapes_add(BuildShapes *sh, uint32 range)
 	{
 		uint32		v = range >> i;
 
-		if (sh->distinct[i] == 0 || v != sh->last[i][2])
+		if (sh->distinct[i] == 0 || v != sh->last[i][AMQ_BUILD_ENDS - 1])
 		{
-			if (sh->distinct[i] < 3)
+			if (sh->distinct[i] < AMQ_BUILD_ENDS)
 				sh->first[i][sh->distinct[i]] = v;
-			if (sh->distinct[i] <= AMQ_RT_MAX_RANGES)
+			if (sh->distinct[i] < AMQ_BUILD_ENDS)
 				sh->distinct[i]++;
-			sh->last[i][0] = sh->last[i][1];
-			sh->last[i][1] = sh->last[i][2];
-			sh->last[i][2] = v;
+			memmove(sh->last[i], sh->last[i] + 1, sizeof(uint32) * (AMQ_BUILD_ENDS - 1));
+			sh->last[i][AMQ_BUILD_ENDS - 1] = v;
 		}
 	}
 }
@@ -659,21 +674,19 @@ add_run(BuildState *state, Page page, amq_rt_key key, const uint32 *ranges, int 
 					right;
 
 		/* straight to what its ranges would become */
-		if (state->geom.spans && last[2] != amq_rt_everywhere(&state->geom) &&
+		if (state->geom.spans && last[AMQ_BUILD_ENDS - 1] != amq_rt_everywhere(&state->geom) &&
 			span_choice(ranges, last, &lo, &hi, &left, &right) <= state->span_limit)
 		{
-			amq_rt_insert_span(&state->geom, &hdr->table, slots, key, lo, hi, &delta);
-			*added += delta;
+			uint32		beside[AMQ_BUILD_BESIDE];
+			int			nbeside = 0;
+
 			for (i = 0; i < left; i++)
-			{
-				amq_rt_insert(&state->geom, &hdr->table, slots, key, ranges[i], &delta);
-				*added += delta;
-			}
-			for (i = 3 - right; i < 3; i++)
-			{
-				amq_rt_insert(&state->geom, &hdr->table, slots, key, last[i], &delta);
-				*added += delta;
-			}
+				beside[nbeside++] = ranges[i];
+			for (i = AMQ_BUILD_ENDS - right; i < AMQ_BUILD_ENDS; i++)
+				beside[nbeside++] = last[i];
+			amq_rt_insert_span(&state->geom, &hdr->table, slots, key, lo, hi,
+							   beside, nbeside, &delta);
+			*added += delta;
 		}
 		else
 		{
@@ -709,9 +722,9 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 	uint64		run_hash = 0;
 	amq_rt_key	run_key;
 	uint32		run_page = 0;
-	uint32		ranges[AMQ_RT_MAX_RANGES + 1];
+	uint32		ranges[AMQ_BUILD_ENDS];	/* the run's first distinct ranges */
 	int			nranges = 0;
-	uint32		last[3] = {0, 0, 0};	/* the run's last 3 distinct ranges */
+	uint32		last[AMQ_BUILD_ENDS] = {0};	/* and its last */
 	bool		started = false;
 	bool		more;
 
@@ -749,15 +762,14 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 			run_hash = hash;
 			amq_index_locate(meta, &state->geom, 0, hash, &run_page, &run_key);
 		}
-		else if (nranges > 0 && last[2] == range)
+		else if (nranges > 0 && last[AMQ_BUILD_ENDS - 1] == range)
 			continue;
-		/* distinct ranges, counted to one past the most a key keeps */
-		if (nranges <= AMQ_RT_MAX_RANGES)
+		/* distinct ranges, counted to past the most a key keeps */
+		if (nranges < AMQ_BUILD_ENDS)
 			ranges[nranges++] = range;
 		/* ascending, "everywhere" last */
-		last[0] = last[1];
-		last[1] = last[2];
-		last[2] = range;
+		memmove(last, last + 1, sizeof(uint32) * (AMQ_BUILD_ENDS - 1));
+		last[AMQ_BUILD_ENDS - 1] = range;
 	} while (more);
 	for (; cur < gen->npages; cur++)
 	{
