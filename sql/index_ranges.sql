@@ -81,7 +81,7 @@ RESET enable_seqscan;
 -- range to its last, and its lookups read the blocks between: here the
 -- 5,000 short rows appended go to the room the table's pages had left (the
 -- free space map has it), from its 11th block to its last.  Built again,
--- a key found in more than half of the table is "everywhere" instead (one
+-- a key found in more than an eighth of the table is "everywhere" instead (one
 -- entry, much the same blocks).  Answers stay exact.  Keys in a few ranges
 -- keep their ranges.
 INSERT INTO rt SELECT 42, 'many', 'y' FROM generate_series(1, 5000);

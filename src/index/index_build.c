@@ -425,7 +425,7 @@ next_pair(Tuplesortstate *sort, uint64 *hash, uint32 *range)
 /*
  * Says so when most of the values the build stored are "everywhere" (each
  * in more than AMQ_RT_MAX_RANGES ranges of a table that has many more,
- * spread over more than half of it):
+ * spread over more than an eighth of it):
  * their lookups read the whole table, and the planner, which knows it
  * (index_scan.c), will rarely use the index.  A table of a few ranges is
  * read whole at little cost: nothing is said of it.
@@ -447,9 +447,9 @@ report_everywhere(Relation index, uint64 keys, uint64 everywhere,
 			(errmsg("index \"%s\" cannot narrow lookups of %.0f%% of its values",
 					RelationGetRelationName(index), 100.0 * everywhere / keys),
 			 index->rd_rel->relispartition ?
-			 errdetail("Each of them is in more than %d of the table's %.0f block ranges, spread over more than half of the table: a lookup of it reads the whole table.  The indexes of other partitions this statement builds are not named.",
+			 errdetail("Each of them is in more than %d of the table's %.0f block ranges, spread over more than an eighth of the table: a lookup of it reads the whole table.  The indexes of other partitions this statement builds are not named.",
 					   AMQ_RT_MAX_RANGES, ranges) :
-			 errdetail("Each of them is in more than %d of the table's %.0f block ranges, spread over more than half of the table: a lookup of it reads the whole table.",
+			 errdetail("Each of them is in more than %d of the table's %.0f block ranges, spread over more than an eighth of the table: a lookup of it reads the whole table.",
 					   AMQ_RT_MAX_RANGES, ranges),
 			 errhint("A btree index serves a column whose values are scattered over the table; BRIN, or an amqfilter index with a larger pages_per_range, one whose rows are clustered.")));
 }
@@ -499,14 +499,16 @@ typedef struct BuildShapes
 } BuildShapes;
 
 /*
- * The widest span a key keeps, in a table of ranges ranges: half of them.
- * A key spread wider is "everywhere" (one entry for two), which reads
- * little more.
+ * The most ranges a key's span and the ranges beside it may read, in a
+ * table of ranges ranges: an eighth of them.  A key spread wider is
+ * "everywhere" (one entry for four), which reads little more: a key of a
+ * handful of rows scattered over the table (a fact's part key) would read
+ * a third of it through a span, and its 4 entries doubled such an index.
  */
 static inline uint64
 span_limit(double ranges)
 {
-	return (uint64) Max(ranges / 2.0, 1.0);
+	return (uint64) Max(ranges / 8.0, 1.0);
 }
 
 /*

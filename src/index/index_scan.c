@@ -671,7 +671,7 @@ lookup_shape(PlannerInfo *root, IndexOptInfo *index, Node *indexkey,
 	/*
 	 * With spans, such a value reads its span, its first range to its last:
 	 * the clustered rows', or the table for scattered ones (or "everywhere",
-	 * past half of it: the same blocks)
+	 * past an eighth of it at build: much the same blocks)
 	 */
 	if (*everywhere > 0.0 && meta->version != AMQ_INDEX_VERSION_NO_SPANS)
 	{
