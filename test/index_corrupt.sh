@@ -12,7 +12,10 @@
 # the first write to such a page used to memset a negative length, signal
 # 11, every session lost), a third its metapage zeroed, and a fourth's metapage
 # says it is of format version 2 (the bloom filter of a whole table that a
-# pre-release wrote).  After a restart, each path that reads or writes those
+# pre-release wrote).  A fifth, built without a key in more than 4 ranges,
+# says it is of format version 3 (0.2's, without spans, which this build
+# reads still): it answers, and takes writes as 0.2 did.  After a restart,
+# each path that reads or writes those
 # pages (INSERT, COPY, a scan, bloom_index_contains, amqfilter_index_info)
 # fails with SQLSTATE XX002 (index_corrupted), the server keeps running (no
 # backend ended by a signal, no restart), and a REINDEX repairs the index.
@@ -57,6 +60,9 @@ q -c "CREATE EXTENSION amqfilter;
 	CREATE TABLE lowered (k int8);
 	CREATE TABLE nometa (k int8);
 	CREATE TABLE oldformat (k int8);
+	CREATE TABLE format3 (k int8, pad text);
+	INSERT INTO format3 SELECT g, repeat('x', 100) FROM generate_series(1, 20000) g;
+	CREATE INDEX format3_k ON format3 USING amqfilter (k) WITH (pages_per_range = 1);
 	INSERT INTO oldformat SELECT g FROM generate_series(1, 2000) g;
 	CREATE INDEX oldformat_k ON oldformat USING amqfilter (k);
 	INSERT INTO zeroed SELECT g FROM generate_series(1, 20000) g;
@@ -71,6 +77,9 @@ zeroed_file=$DATA/$(q -c "SELECT pg_relation_filepath('zeroed_k')")
 lowered_file=$DATA/$(q -c "SELECT pg_relation_filepath('lowered_k')")
 nometa_file=$DATA/$(q -c "SELECT pg_relation_filepath('nometa_k')")
 oldformat_file=$DATA/$(q -c "SELECT pg_relation_filepath('oldformat_k')")
+format3_file=$DATA/$(q -c "SELECT pg_relation_filepath('format3_k')")
+[ "$(q -c "SELECT everywhere FROM amqfilter_index_info('format3_k')")" = 0 ] \
+	|| die "format3_k has a key in more than 4 ranges: it cannot pass for format 3"
 
 as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$DATA" --mode=fast --wait stop >/dev/null
 # block 1 (a data page) all zeros
@@ -81,6 +90,7 @@ printf '\x00\x10' | dd of="$lowered_file" bs=1 seek=$((8192 + 14)) conv=notrunc 
 dd if=/dev/zero of="$nometa_file" bs=8192 seek=0 count=1 conv=notrunc status=none
 # the metapage's version (bytes 28-31: after the page header and the magic) 2
 printf '\x02\x00\x00\x00' | dd of="$oldformat_file" bs=1 seek=28 conv=notrunc status=none
+printf '\x03\x00\x00\x00' | dd of="$format3_file" bs=1 seek=28 conv=notrunc status=none
 as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$DATA" --log="$LOGFILE" --wait \
 	--timeout=60 start >/dev/null
 wait_until_ready
@@ -120,6 +130,19 @@ if grep -q 'HINT:  REINDEX it' <<<"$old_error"; then
 	pass "oldformat: the error says REINDEX"
 else
 	fail "oldformat: the error says REINDEX"
+fi
+
+# format 3: read; a key in 3,000 rows appended (some 40 blocks) becomes one
+# "everywhere" entry, as 0.2 made it (format 4 would keep a span, whose
+# ends format 3's range numbers cannot tell from ranges)
+q -c "INSERT INTO format3 SELECT 7, repeat('y', 100) FROM generate_series(1, 3000)" >/dev/null
+if [ "$(q -c "SELECT everywhere FROM amqfilter_index_info('format3_k')")" = 1 ] \
+	&& [ "$(q -c "SELECT count(*) FROM format3 WHERE NOT bloom_index_contains('format3_k', k)")" = 0 ] \
+	&& [ "$(q -c "SET enable_seqscan = off; SELECT count(*) FROM format3 WHERE k = 7")" = 3001 ] \
+	&& [ "$(q -c "SELECT bloom_index_contains('format3_k', (-5)::int8)")" = f ]; then
+	pass "format3: read as format 3, every key found, writes as 0.2 made them"
+else
+	fail "format3: read as format 3, every key found, writes as 0.2 made them"
 fi
 
 if [ "$(head -n 1 "$DATA/postmaster.pid")" = "$postmaster_pid" ] \

@@ -3,9 +3,10 @@
  *		Unit tests of a page's table of (fingerprint, range) entries
  *		(amq_range_table.h): every range a key was added with is found,
  *		duplicates take no room, a key in too many ranges becomes one
- *		"everywhere" entry, a page fills to its buckets and stash before it
- *		saturates, and a saturated page answers "everywhere" for every key;
- *		false matches at the rate the fingerprint bits give.
+ *		"everywhere" entry, or with spans a span of its first to its last
+ *		range, a page fills to its buckets and stash before it saturates,
+ *		and a saturated page answers "everywhere" for every key; false
+ *		matches at the rate the fingerprint bits give.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -25,12 +26,19 @@ typedef struct Page
 } Page;
 
 static void
-page_init(Page *p, uint32_t fp_bits)
+page_init_spans(Page *p, uint32_t fp_bits, uint32_t spans)
 {
 	CHECK(amq_rt_geometry(PAGE_BYTES, fp_bits, &p->g));
+	p->g.spans = spans;
 	memset(&p->hdr, 0, sizeof(p->hdr));
 	p->slots = xmalloc(sizeof(uint32_t) * amq_rt_slots(&p->g));
 	memset(p->slots, 0, sizeof(uint32_t) * amq_rt_slots(&p->g));
+}
+
+static void
+page_init(Page *p, uint32_t fp_bits)
+{
+	page_init_spans(p, fp_bits, 0);
 }
 
 static amq_rt_key
@@ -39,20 +47,23 @@ key_of(const Page *p, uint64_t h)
 	return amq_rt_place(&p->g, amq_fmix64(h));
 }
 
-/* true if the key's lookup answers range (or everywhere) */
+/*
+ * true if the key's lookup answers range (its entry, its span, or
+ * everywhere); amq_rt_holds must say the same
+ */
 static bool
 finds(const Page *p, uint64_t h, uint32_t range)
 {
 	uint32_t	ranges[64];
-	int			n = amq_rt_lookup(&p->g, &p->hdr, p->slots, key_of(p, h), ranges, 64);
+	amq_rt_span span;
+	int			n = amq_rt_lookup(&p->g, &p->hdr, p->slots, key_of(p, h), ranges, 64, &span);
+	bool		found = n < 0 || (span.lo <= range && range <= span.hi);
 	int			i;
 
-	if (n < 0)
-		return true;
-	for (i = 0; i < n && i < 64; i++)
-		if (ranges[i] == range)
-			return true;
-	return false;
+	for (i = 0; !found && i < n && i < 64; i++)
+		found = ranges[i] == range;
+	CHECK(found == amq_rt_holds(&p->g, &p->hdr, p->slots, key_of(p, h), range));
+	return found;
 }
 
 /* Geometry: an 8 kB page's buckets, the fingerprint bits for a rate. */
@@ -65,6 +76,11 @@ test_geometry(void)
 	CHECK(g.nbuckets == 504);
 	CHECK(amq_rt_slots(&g) * 4 <= PAGE_BYTES);
 	CHECK(amq_rt_everywhere(&g) == (1u << 20) - 1);
+	CHECK(amq_rt_ranges(&g) == (1u << 20) - 1);
+	/* with spans, the top bit of a range marks a span's end */
+	g.spans = 1;
+	CHECK(amq_rt_ranges(&g) == (1u << 19) - 1);
+	g.spans = 0;
 	CHECK(!amq_rt_geometry(PAGE_BYTES, 7, &g));
 	CHECK(!amq_rt_geometry(PAGE_BYTES, 25, &g));
 	CHECK(!amq_rt_geometry(16, 12, &g));
@@ -123,6 +139,7 @@ test_duplicates_and_ranges(void)
 	amq_rt_key	k;
 	int			delta;
 	uint32_t	ranges[8];
+	amq_rt_span span;
 
 	page_init(&p, 12);
 	k = key_of(&p, 42);
@@ -131,7 +148,8 @@ test_duplicates_and_ranges(void)
 	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 7, &delta) == AMQ_RT_PRESENT);
 	CHECK(delta == 0 && p.hdr.nentries == 1);
 	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 9, &delta) == AMQ_RT_ADDED);
-	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8) == 2);
+	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span) == 2);
+	CHECK(span.lo > span.hi);
 	CHECK((ranges[0] == 7 && ranges[1] == 9) || (ranges[0] == 9 && ranges[1] == 7));
 	CHECK(amq_rt_may_contain(&p.g, &p.hdr, p.slots, k));
 	CHECK(!amq_rt_may_contain(&p.g, &p.hdr, p.slots, key_of(&p, 43)) ||
@@ -148,19 +166,203 @@ test_everywhere(void)
 	int			delta;
 	uint32_t	r;
 	uint32_t	ranges[8];
+	amq_rt_span span;
 
 	page_init(&p, 12);
 	k = key_of(&p, 4242);
 	for (r = 0; r < AMQ_RT_MAX_RANGES; r++)
 		CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, r, &delta) == AMQ_RT_ADDED);
-	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8) == AMQ_RT_MAX_RANGES);
+	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span) == AMQ_RT_MAX_RANGES);
 	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 100, &delta) == AMQ_RT_WIDENED);
 	CHECK(delta == 1 - AMQ_RT_MAX_RANGES);
 	CHECK(p.hdr.nentries == 1);
-	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8) == -1);
+	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span) == -1);
 	/* further ranges add nothing */
 	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 200, &delta) == AMQ_RT_PRESENT);
 	CHECK(amq_rt_check(&p.g, &p.hdr, p.slots));
+	free(p.slots);
+}
+
+/* The ranges a lookup of the key reads: its ranges and its span's. */
+static uint32_t
+reads(const Page *p, amq_rt_key k)
+{
+	uint32_t	ranges[64];
+	amq_rt_span span;
+	int			n = amq_rt_lookup(&p->g, &p->hdr, p->slots, k, ranges, 64, &span);
+
+	CHECK(n >= 0);
+	return (uint32_t) n + (span.lo <= span.hi ? span.hi - span.lo + 1 : 0);
+}
+
+/*
+ * With spans, a key in more than AMQ_RT_MAX_RANGES ranges keeps a span and
+ * up to AMQ_RT_SPAN_BESIDE ranges beside it, whichever reads fewest ranges;
+ * a range inside adds nothing; "everywhere" replaces it all.
+ */
+static void
+test_spans(void)
+{
+	Page		p;
+	amq_rt_key	k;
+	int			delta;
+	uint32_t	r;
+	uint32_t	ranges[8];
+	amq_rt_span span;
+	static const uint32_t later[] = {30, 20, 3};
+	int			i;
+
+	page_init_spans(&p, 12, 1);
+	k = key_of(&p, 4242);
+	for (r = 10; r < 10 + AMQ_RT_MAX_RANGES; r++)
+		CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, r, &delta) == AMQ_RT_ADDED);
+	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span) == AMQ_RT_MAX_RANGES);
+	CHECK(span.lo > span.hi);
+	/* 10 .. 13 and 30: the span 10 .. 13, 30 beside it */
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 30, &delta) == AMQ_RT_WIDENED);
+	CHECK(delta == 3 - AMQ_RT_MAX_RANGES && p.hdr.nentries == 3);
+	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span) == 1);
+	CHECK(span.lo == 10 && span.hi == 13 && ranges[0] == 30);
+	CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, 11));
+	CHECK(!amq_rt_holds(&p.g, &p.hdr, p.slots, k, 20));
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 12, &delta) == AMQ_RT_PRESENT);
+	CHECK(delta == 0);
+	/* 20 beside too; then 3: one of the three joins the span (13 ranges read) */
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 20, &delta) == AMQ_RT_WIDENED);
+	CHECK(p.hdr.nentries == 4 && reads(&p, k) == 6);
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 3, &delta) == AMQ_RT_WIDENED);
+	CHECK(p.hdr.nentries == 4 && reads(&p, k) == 13);
+	for (r = 10; r < 14; r++)
+		CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, r));
+	for (i = 0; i < 3; i++)
+		CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, later[i]));
+	/* next to the span: it joins it rather than stand beside it */
+	amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span);
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, span.hi + 1, &delta) == AMQ_RT_WIDENED);
+	CHECK(p.hdr.nentries == 4 && reads(&p, k) == 14);
+	CHECK(amq_rt_may_contain(&p.g, &p.hdr, p.slots, k));
+	/* the largest range a table with spans numbers */
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, amq_rt_ranges(&p.g) - 1, &delta) ==
+		  AMQ_RT_WIDENED);
+	CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, amq_rt_ranges(&p.g) - 1));
+	CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, 3));
+	/* a range past them is "everywhere", which replaces it all */
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, amq_rt_ranges(&p.g), &delta) ==
+		  AMQ_RT_WIDENED);
+	CHECK(delta == 1 - 4 && p.hdr.nentries == 1);
+	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span) == -1);
+	CHECK(amq_rt_count_everywhere(&p.g, &p.hdr, p.slots) == 1);
+	CHECK(amq_rt_check(&p.g, &p.hdr, p.slots));
+	/* a span added whole, as a build adds a key's, with ranges beside it */
+	k = key_of(&p, 77);
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 500, &delta) == AMQ_RT_ADDED);
+	CHECK(amq_rt_insert_span(&p.g, &p.hdr, p.slots, k, 100, 200, NULL, 0, &delta) == AMQ_RT_WIDENED);
+	CHECK(delta == 1 && p.hdr.nentries == 3);
+	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span) == 0);
+	CHECK(span.lo == 100 && span.hi == 500);
+	CHECK(amq_rt_insert_span(&p.g, &p.hdr, p.slots, k, 150, 160, NULL, 0, &delta) == AMQ_RT_WIDENED);
+	CHECK(delta == 0 && p.hdr.nentries == 3);
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 900, &delta) == AMQ_RT_WIDENED);
+	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span) == 1);
+	CHECK(span.lo == 100 && span.hi == 500 && ranges[0] == 900);
+	CHECK(amq_rt_check(&p.g, &p.hdr, p.slots));
+	/* a build's span with 4 ranges beside it: 6 entries, each range held */
+	k = key_of(&p, 78);
+	{
+		static const uint32_t beside[] = {5, 7, 9000, 9100};
+
+		CHECK(amq_rt_insert_span(&p.g, &p.hdr, p.slots, k, 1000, 1040, beside, 4, &delta) ==
+			  AMQ_RT_WIDENED);
+		CHECK(delta == 6);
+		CHECK(reads(&p, k) == 41 + 4);
+		for (i = 0; i < 4; i++)
+			CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, beside[i]));
+		CHECK(!amq_rt_holds(&p.g, &p.hdr, p.slots, k, 6));
+		/* an insert then keeps at most 2 beside: the span takes in some */
+		CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 20000, &delta) == AMQ_RT_WIDENED);
+		for (i = 0; i < 4; i++)
+			CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, beside[i]));
+		CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, 1020));
+		CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, 20000));
+	}
+	CHECK(amq_rt_check(&p.g, &p.hdr, p.slots));
+	free(p.slots);
+	/* without spans, a span is "everywhere" */
+	page_init(&p, 12);
+	k = key_of(&p, 77);
+	CHECK(amq_rt_insert_span(&p.g, &p.hdr, p.slots, k, 100, 200, NULL, 0, &delta) == AMQ_RT_ADDED);
+	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 8, &span) == -1);
+	free(p.slots);
+}
+
+/*
+ * With spans, a page filled to 60% by keys of every shape (one range, a
+ * few, a cluster with rows elsewhere, many): every (key, range) added is
+ * answered, and the counts agree with the slots.
+ */
+static void
+test_spans_fill(void)
+{
+	Page		p;
+	uint64_t	state = KEYS_SEED;
+	uint64_t	first_state;
+	uint32_t	target;
+	uint32_t	keys = 0;
+	uint32_t	k;
+	uint32_t	missed = 0;
+	uint32_t	spans = 0;
+
+	page_init_spans(&p, 14, 1);
+	/*
+	 * keys of several entries each (up to 4: a span and 2 beside it) fill
+	 * a page's buckets less evenly
+	 */
+	target = (uint32_t) (0.6 * amq_rt_slots(&p.g));
+	first_state = state;
+	/* a key's ranges: up to 9 of them around a base, now and then one far off */
+	while (p.hdr.nentries < target && !(p.hdr.flags & AMQ_RT_SATURATED))
+	{
+		uint64_t	h = splitmix64(&state);
+		uint32_t	base = (uint32_t) (h % 100000);
+		uint32_t	n = 1 + (uint32_t) ((h >> 20) % 9);
+		uint32_t	i;
+
+		for (i = 0; i < n; i++)
+		{
+			int			delta;
+			uint32_t	r = (i == n - 1 && (h >> 40) % 4 == 0) ?
+				(uint32_t) ((h >> 8) % amq_rt_ranges(&p.g)) : base + i * (1 + (h >> 50) % 3);
+
+			amq_rt_insert(&p.g, &p.hdr, p.slots, key_of(&p, h), r, &delta);
+		}
+		keys++;
+	}
+	CHECK(!(p.hdr.flags & AMQ_RT_SATURATED));
+	CHECK(amq_rt_check(&p.g, &p.hdr, p.slots));
+	state = first_state;
+	for (k = 0; k < keys; k++)
+	{
+		uint64_t	h = splitmix64(&state);
+		uint32_t	base = (uint32_t) (h % 100000);
+		uint32_t	n = 1 + (uint32_t) ((h >> 20) % 9);
+		uint32_t	i;
+		uint32_t	ranges[64];
+		amq_rt_span span;
+
+		for (i = 0; i < n; i++)
+		{
+			uint32_t	r = (i == n - 1 && (h >> 40) % 4 == 0) ?
+				(uint32_t) ((h >> 8) % amq_rt_ranges(&p.g)) : base + i * (1 + (h >> 50) % 3);
+
+			missed += !finds(&p, h, r);
+		}
+		amq_rt_lookup(&p.g, &p.hdr, p.slots, key_of(&p, h), ranges, 64, &span);
+		spans += span.lo <= span.hi;
+	}
+	diag("%u keys, %u entries, %u with a span", keys, p.hdr.nentries, spans);
+	CHECK(missed == 0);
+	CHECK(spans > keys / 4);
+	CHECK(amq_rt_count_everywhere(&p.g, &p.hdr, p.slots) == 0);
 	free(p.slots);
 }
 
@@ -192,7 +394,11 @@ test_saturation(void)
 	state = KEYS_SEED;
 	for (i = 0; i < total; i++)
 		CHECK(finds(&p, splitmix64(&state), i));
-	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, key_of(&p, 1), NULL, 0) == -1);
+	{
+		amq_rt_span span;
+
+		CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, key_of(&p, 1), NULL, 0, &span) == -1);
+	}
 	free(p.slots);
 }
 
@@ -256,6 +462,8 @@ static const amq_test tests[] = {
 	{"fill to 95% without a miss", test_fill},
 	{"duplicates and ranges", test_duplicates_and_ranges},
 	{"a key in too many ranges is everywhere", test_everywhere},
+	{"with spans, a key in too many ranges is a span", test_spans},
+	{"with spans, keys of every shape without a miss", test_spans_fill},
 	{"a saturated page answers everything", test_saturation},
 	{"false matches", test_false_matches},
 	{"page checks", test_check},

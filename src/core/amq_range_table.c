@@ -19,6 +19,7 @@ amq_rt_geometry(uint32_t bytes, uint32_t fp_bits, amq_rt_geom *out)
 		return false;
 	out->nbuckets = (bytes - stash_bytes) / bucket_bytes;
 	out->fp_bits = fp_bits;
+	out->spans = 0;
 	return true;
 }
 
@@ -77,6 +78,30 @@ make_entry(const amq_rt_geom *g, uint32_t fp, uint32_t range)
 {
 	return (fp << (32 - g->fp_bits)) | range;
 }
+
+/* The bit of a range that marks a span's end (0 in a table without spans). */
+static inline uint32_t
+span_bit(const amq_rt_geom *g)
+{
+	return g->spans ? (amq_rt_everywhere(g) >> 1) + 1 : 0;
+}
+
+/*
+ * What a key's entries (those of its fingerprint) say: their number, its
+ * plain ranges' least and greatest, its span, whether one is "everywhere",
+ * and whether one answers range.
+ */
+typedef struct fp_entries
+{
+	int			n;
+	int			nplain;
+	uint32_t	plain[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
+	uint32_t	lo;				/* over plain ranges and span ends */
+	uint32_t	hi;
+	amq_rt_span span;			/* lo > hi: no span end */
+	bool		everywhere;
+	bool		holds;			/* range: its entry, in its span, or everywhere */
+} fp_entries;
 
 /* Stores e in an empty slot of bucket b; false if it has none. */
 static bool
@@ -154,32 +179,59 @@ key_slot(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slots,
 }
 
 /*
- * Visits the slots a key's entries can be in: its two buckets and the
- * stash.  Returns how many entries of fp there are; sets *exact if one is
- * (fp, range) or (fp, everywhere).
+ * Visits the slots a key's entries can be in (its two buckets and the
+ * stash) and says what its entries hold (fp_entries), for range.
  */
-static int
-count_fp(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slots,
-		 amq_rt_key key, uint32_t range, bool *exact)
+static void
+scan_fp(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slots,
+		amq_rt_key key, uint32_t range, fp_entries *out)
 {
 	uint32_t	b2 = alt_bucket(g, key.bucket, key.fp);
 	uint32_t	everywhere = amq_rt_everywhere(g);
+	uint32_t	sbit = span_bit(g);
 	bool		more = true;
-	int			n = 0;
 	int			i;
 
-	*exact = false;
+	out->n = 0;
+	out->nplain = 0;
+	out->lo = UINT32_MAX;
+	out->hi = 0;
+	out->span.lo = UINT32_MAX;
+	out->span.hi = 0;
+	out->everywhere = false;
+	out->holds = false;
 	for (i = 0; more; i++)
 	{
 		uint32_t	e = key_slot(g, page, slots, key, b2, i, &more);
+		uint32_t	r;
 
 		if (e == 0 || entry_fp(g, e) != key.fp)
 			continue;
-		n++;
-		if (entry_range(g, e) == range || entry_range(g, e) == everywhere)
-			*exact = true;
+		out->n++;
+		r = entry_range(g, e);
+		if (r == everywhere)
+		{
+			out->everywhere = true;
+			continue;
+		}
+		if (r & sbit)
+		{
+			r &= ~sbit;
+			out->span.lo = r < out->span.lo ? r : out->span.lo;
+			out->span.hi = r > out->span.hi ? r : out->span.hi;
+		}
+		else
+		{
+			if (r == range)
+				out->holds = true;
+			out->plain[out->nplain++] = r;
+		}
+		out->lo = r < out->lo ? r : out->lo;
+		out->hi = r > out->hi ? r : out->hi;
 	}
-	return n;
+	if (out->everywhere ||
+		(out->span.lo <= out->span.hi && out->span.lo <= range && range <= out->span.hi))
+		out->holds = true;
 }
 
 /* Empties every slot of fp among the key's buckets and the stash. */
@@ -225,29 +277,143 @@ remove_fp(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key k
 	return removed;
 }
 
+/*
+ * Replaces the key's entries by what they become: one (fp, everywhere), or
+ * a span lo .. hi and the nout ranges out[] beside it.  The freed slots are
+ * in the key's buckets or the stash, and at least as many as the entries
+ * placed (the callers'): there is room, but a page that had none would
+ * answer everything.
+ */
+static amq_rt_result
+replace_fp(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key key,
+		   bool everywhere, uint32_t lo, uint32_t hi, const uint32_t *out, int nout,
+		   int *delta)
+{
+	int			removed = remove_fp(g, page, slots, key);
+	int			placed = 0;
+	int			want;
+	int			i;
+
+	page->nentries -= removed;
+	*delta = -removed;
+	if (everywhere)
+	{
+		want = 1;
+		placed += place(g, page, slots, key.bucket, make_entry(g, key.fp, amq_rt_everywhere(g)));
+	}
+	else
+	{
+		want = 2 + nout;
+		placed += place(g, page, slots, key.bucket, make_entry(g, key.fp, span_bit(g) | lo));
+		placed += place(g, page, slots, key.bucket, make_entry(g, key.fp, span_bit(g) | hi));
+		for (i = 0; i < nout; i++)
+			placed += place(g, page, slots, key.bucket, make_entry(g, key.fp, out[i]));
+	}
+	page->nentries += placed;
+	*delta += placed;
+	if (placed != want)
+	{
+		page->flags |= AMQ_RT_SATURATED;
+		return AMQ_RT_NOW_SATURATED;
+	}
+	return AMQ_RT_WIDENED;
+}
+
+/*
+ * The span and the ranges beside it (at most AMQ_RT_SPAN_BESIDE) that
+ * cover a key's span (if any), its ranges and range, reading the fewest
+ * ranges (the span's width and one a range beside it), and of those the
+ * one of fewest entries: the ranges a lookup reads, least; a range next
+ * to the span joins it.  The rest of the points join the span.
+ */
+static amq_rt_result
+respan(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key key,
+	   const fp_entries *fe, uint32_t range, int *delta)
+{
+	uint32_t	pts[AMQ_RT_MAX_RANGES + 1];
+	int			npts = 0;
+	bool		has_span = fe->span.lo <= fe->span.hi;
+	uint64_t	best_cost = UINT64_MAX;
+	uint32_t	best_lo = 0,
+				best_hi = 0;
+	uint32_t	out[AMQ_RT_SPAN_BESIDE];
+	int			nout = 0;
+	unsigned	mask,
+				best_mask = 0;
+	int			i;
+
+	/* the key's ranges past AMQ_RT_MAX_RANGES (a page that holds more) join its span */
+	for (i = 0; i < fe->nplain && npts < AMQ_RT_MAX_RANGES; i++)
+		pts[npts++] = fe->plain[i];
+	pts[npts++] = range;
+	for (mask = 0; mask < (1u << npts); mask++)
+	{
+		/* bits set: the points that join the span; the others stay beside it */
+		uint32_t	lo = has_span ? fe->span.lo : UINT32_MAX;
+		uint32_t	hi = has_span ? fe->span.hi : 0;
+		int			beside = 0;
+		uint64_t	cost;
+
+		for (i = 0; i < npts; i++)
+			if (mask & (1u << i))
+			{
+				lo = pts[i] < lo ? pts[i] : lo;
+				hi = pts[i] > hi ? pts[i] : hi;
+			}
+			else
+				beside++;
+		if (beside > AMQ_RT_SPAN_BESIDE || lo > hi)
+			continue;
+		cost = ((uint64_t) hi - lo + 1 + beside) * 4 + beside;
+		if (cost < best_cost)
+		{
+			best_cost = cost;
+			best_mask = mask;
+			best_lo = lo;
+			best_hi = hi;
+		}
+	}
+	/* the ranges of a page that held more than AMQ_RT_MAX_RANGES join too */
+	for (i = AMQ_RT_MAX_RANGES; i < fe->nplain; i++)
+	{
+		best_lo = fe->plain[i] < best_lo ? fe->plain[i] : best_lo;
+		best_hi = fe->plain[i] > best_hi ? fe->plain[i] : best_hi;
+	}
+	for (i = 0; i < npts; i++)
+		if (!(best_mask & (1u << i)) && pts[i] >= best_lo && pts[i] <= best_hi)
+			best_mask |= 1u << i;	/* inside the widened span after all */
+	for (i = 0; i < npts; i++)
+		if (!(best_mask & (1u << i)))
+			out[nout++] = pts[i];
+	return replace_fp(g, page, slots, key, false, best_lo, best_hi, out, nout, delta);
+}
+
 amq_rt_result
 amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots,
 			  amq_rt_key key, uint32_t range, int *delta)
 {
-	bool		exact;
-	int			n;
+	fp_entries	fe;
 
 	*delta = 0;
 	if (page->flags & AMQ_RT_SATURATED)
 		return AMQ_RT_PRESENT;
-	n = count_fp(g, page, slots, key, range, &exact);
-	if (exact)
+	/* a range past those the table numbers (a caller's slip) is everywhere */
+	if (range >= amq_rt_ranges(g))
+		range = amq_rt_everywhere(g);
+	scan_fp(g, page, slots, key, range, &fe);
+	if (fe.holds)
 		return AMQ_RT_PRESENT;
-	if (n >= AMQ_RT_MAX_RANGES)
+	if (range == amq_rt_everywhere(g))
 	{
-		/* the freed slots are in the key's buckets, or the stash: room */
-		int			removed = remove_fp(g, page, slots, key);
-
-		if (!place(g, page, slots, key.bucket, make_entry(g, key.fp, amq_rt_everywhere(g))))
-			return AMQ_RT_NOW_SATURATED;	/* cannot happen: removed >= 1 */
-		page->nentries -= removed - 1;
-		*delta = 1 - removed;
-		return AMQ_RT_WIDENED;
+		if (fe.n > 0)
+			return replace_fp(g, page, slots, key, true, 0, 0, NULL, 0, delta);
+	}
+	else if (fe.span.lo <= fe.span.hi || fe.n >= AMQ_RT_MAX_RANGES)
+	{
+		/* a span and ranges beside it, or in a table without spans, everywhere */
+		if (g->spans)
+			return respan(g, page, slots, key, &fe, range, delta);
+		return replace_fp(g, page, slots, key, true, 0, 0, NULL, 0, delta);
 	}
 	if (!place(g, page, slots, key.bucket, make_entry(g, key.fp, range)))
 	{
@@ -260,42 +426,103 @@ amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots,
 	return AMQ_RT_ADDED;
 }
 
+amq_rt_result
+amq_rt_insert_span(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots,
+				   amq_rt_key key, uint32_t lo, uint32_t hi,
+				   const uint32_t *beside, int nbeside, int *delta)
+{
+	uint32_t	out[AMQ_RT_MAX_RANGES];
+	int			nout = 0;
+	fp_entries	fe;
+	int			i;
+
+	*delta = 0;
+	if (!g->spans || lo > hi || hi >= amq_rt_ranges(g) || nbeside < 0 ||
+		nbeside > AMQ_RT_MAX_RANGES)
+		return amq_rt_insert(g, page, slots, key, amq_rt_everywhere(g), delta);
+	if (page->flags & AMQ_RT_SATURATED)
+		return AMQ_RT_PRESENT;
+	scan_fp(g, page, slots, key, lo, &fe);
+	if (fe.everywhere)
+		return AMQ_RT_PRESENT;
+	/* the key's entries, if any, join the span */
+	if (fe.n > 0)
+	{
+		lo = fe.lo < lo ? fe.lo : lo;
+		hi = fe.hi > hi ? fe.hi : hi;
+	}
+	for (i = 0; i < nbeside; i++)
+	{
+		if (beside[i] >= amq_rt_ranges(g))
+			return amq_rt_insert(g, page, slots, key, amq_rt_everywhere(g), delta);
+		if (beside[i] < lo || beside[i] > hi)
+			out[nout++] = beside[i];
+	}
+	return replace_fp(g, page, slots, key, false, lo, hi, out, nout, delta);
+}
+
 int
 amq_rt_lookup(const amq_rt_geom *g, const amq_rt_page *page,
-			  const uint32_t *slots, amq_rt_key key, uint32_t *ranges, int max)
+			  const uint32_t *slots, amq_rt_key key, uint32_t *ranges, int max,
+			  amq_rt_span *span)
 {
 	uint32_t	b2 = alt_bucket(g, key.bucket, key.fp);
 	uint32_t	everywhere = amq_rt_everywhere(g);
+	uint32_t	sbit = span_bit(g);
 	bool		more = true;
 	int			n = 0;
 	int			i;
 
+	span->lo = UINT32_MAX;
+	span->hi = 0;
 	if (page->flags & AMQ_RT_SATURATED)
 		return -1;
 	for (i = 0; more; i++)
 	{
 		uint32_t	e = key_slot(g, page, slots, key, b2, i, &more);
+		uint32_t	r;
 
 		if (e == 0 || entry_fp(g, e) != key.fp)
 			continue;
-		if (entry_range(g, e) == everywhere)
+		r = entry_range(g, e);
+		if (r == everywhere)
 			return -1;
+		if (r & sbit)
+		{
+			r &= ~sbit;
+			span->lo = r < span->lo ? r : span->lo;
+			span->hi = r > span->hi ? r : span->hi;
+			continue;
+		}
 		if (n < max)
-			ranges[n] = entry_range(g, e);
+			ranges[n] = r;
 		n++;
 	}
 	return n;
 }
 
 bool
-amq_rt_may_contain(const amq_rt_geom *g, const amq_rt_page *page,
-				   const uint32_t *slots, amq_rt_key key)
+amq_rt_holds(const amq_rt_geom *g, const amq_rt_page *page,
+			 const uint32_t *slots, amq_rt_key key, uint32_t range)
 {
-	bool		exact;
+	fp_entries	fe;
 
 	if (page->flags & AMQ_RT_SATURATED)
 		return true;
-	return count_fp(g, page, slots, key, 0, &exact) > 0;
+	scan_fp(g, page, slots, key, range, &fe);
+	return fe.holds;
+}
+
+bool
+amq_rt_may_contain(const amq_rt_geom *g, const amq_rt_page *page,
+				   const uint32_t *slots, amq_rt_key key)
+{
+	fp_entries	fe;
+
+	if (page->flags & AMQ_RT_SATURATED)
+		return true;
+	scan_fp(g, page, slots, key, 0, &fe);
+	return fe.n > 0;
 }
 
 bool

@@ -20,10 +20,18 @@
  *
  * What an insert does with a key that is already there, or in too many
  * ranges, or that does not fit:
- *	- (fp, range) or (fp, everywhere) present: nothing;
- *	- AMQ_RT_MAX_RANGES entries of fp already: they are replaced by one
- *	  entry (fp, everywhere), whose lookup answers "the whole table" (a key
- *	  in many ranges costs one entry, not one per range);
+ *	- (fp, range) or (fp, everywhere) present, or a span of fp that covers
+ *	  range: nothing;
+ *	- AMQ_RT_MAX_RANGES entries of fp already, or a span: in a table with
+ *	  spans, the key keeps a span, two entries (fp, first) and (fp, last)
+ *	  marked as a span's ends, whose lookup answers the ranges first ..
+ *	  last, and up to AMQ_RT_SPAN_BESIDE ranges beside it: of the ways to
+ *	  cover its ranges so, the one whose lookups read fewest ranges (a key
+ *	  whose rows cluster, with a row or two elsewhere, reads its cluster
+ *	  and those); the span widens to take in what does not fit beside it.
+ *	  In a table without spans, they are replaced by one entry (fp,
+ *	  everywhere), whose lookup answers "the whole table" (a key in many
+ *	  ranges costs one entry, not one per range);
  *	- no room in either bucket: entries are moved to their other bucket
  *	  (at most AMQ_RT_MAX_KICKS moves), then the one left over goes to the
  *	  page's stash of AMQ_RT_STASH_SLOTS entries;
@@ -40,6 +48,7 @@
 #define AMQ_RT_BUCKET_SLOTS		4
 #define AMQ_RT_STASH_SLOTS		16
 #define AMQ_RT_MAX_RANGES		4
+#define AMQ_RT_SPAN_BESIDE		2
 #define AMQ_RT_MAX_KICKS		500
 #define AMQ_RT_MIN_FP_BITS		8
 #define AMQ_RT_MAX_FP_BITS		24
@@ -55,12 +64,24 @@ typedef struct amq_rt_page
 	uint16_t	flags;			/* AMQ_RT_SATURATED */
 } amq_rt_page;
 
-/* A table's geometry: the same for every page of a generation. */
+/*
+ * A table's geometry: the same for every page of a generation.  With
+ * spans, the top bit of an entry's range marks a span's end, and ranges
+ * are numbered with the bits below it.
+ */
 typedef struct amq_rt_geom
 {
 	uint32_t	nbuckets;		/* buckets in a page */
 	uint32_t	fp_bits;		/* AMQ_RT_MIN_FP_BITS .. AMQ_RT_MAX_FP_BITS */
+	uint32_t	spans;			/* 1: a key in many ranges becomes a span */
 } amq_rt_geom;
+
+/* The ranges a lookup's span covers, lo .. hi; none when lo > hi. */
+typedef struct amq_rt_span
+{
+	uint32_t	lo;
+	uint32_t	hi;
+} amq_rt_span;
 
 /* Where a key goes in its page: its fingerprint and first bucket. */
 typedef struct amq_rt_key
@@ -93,8 +114,20 @@ amq_rt_everywhere(const amq_rt_geom *g)
 }
 
 /*
+ * The number of ranges a table numbers, 0 .. amq_rt_ranges() - 1: a block
+ * past them is "everywhere".  With spans, half as many (less the one whose
+ * span end would read as "everywhere").
+ */
+static inline uint32_t
+amq_rt_ranges(const amq_rt_geom *g)
+{
+	return g->spans ? (amq_rt_everywhere(g) >> 1) : amq_rt_everywhere(g);
+}
+
+/*
  * The geometry of a page with room for bytes of slots, at a fingerprint of
- * fp_bits bits; false if they do not fit.
+ * fp_bits bits, without spans (the caller sets spans); false if they do
+ * not fit.
  */
 extern bool amq_rt_geometry(uint32_t bytes, uint32_t fp_bits, amq_rt_geom *out);
 
@@ -111,21 +144,42 @@ extern uint32_t amq_rt_fp_bits_for(double p, unsigned gens);
 extern amq_rt_key amq_rt_place(const amq_rt_geom *g, uint64_t mixed);
 
 /*
- * Adds (key, range) to a page; range <= amq_rt_everywhere(g) (which adds
- * an "everywhere" entry).  *delta is the change in the page's entries.
+ * Adds (key, range) to a page; range < amq_rt_ranges(g), or
+ * amq_rt_everywhere(g) (which adds an "everywhere" entry).  *delta is the
+ * change in the page's entries.
  */
 extern amq_rt_result amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page,
 								   uint32_t *slots, amq_rt_key key,
 								   uint32_t range, int *delta);
 
 /*
+ * Adds the ranges lo .. hi (lo <= hi < amq_rt_ranges(g)) to a page as a
+ * key's span, folding its entries into it, and nbeside ranges beside it
+ * (at most AMQ_RT_MAX_RANGES, outside lo .. hi; a build's choice, which
+ * may keep more than an insert would); in a table without spans, an
+ * "everywhere" entry.
+ */
+extern amq_rt_result amq_rt_insert_span(const amq_rt_geom *g, amq_rt_page *page,
+										uint32_t *slots, amq_rt_key key,
+										uint32_t lo, uint32_t hi,
+										const uint32_t *beside, int nbeside, int *delta);
+
+/*
  * The ranges a page holds for a key: up to max of them into ranges[], and
- * their number; -1 if the answer is "everywhere" (an entry says so, or
- * the page is saturated).  0 is "no".
+ * their number, and in *span the ranges its span covers (lo > hi: none);
+ * -1 if the answer is "everywhere" (an entry says so, or the page is
+ * saturated).  0 with no span is "no".
  */
 extern int	amq_rt_lookup(const amq_rt_geom *g, const amq_rt_page *page,
 						  const uint32_t *slots, amq_rt_key key,
-						  uint32_t *ranges, int max);
+						  uint32_t *ranges, int max, amq_rt_span *span);
+
+/*
+ * True if a lookup of the key answers range (its entry, its span, or
+ * "everywhere"): an insert of (key, range) would change nothing.
+ */
+extern bool amq_rt_holds(const amq_rt_geom *g, const amq_rt_page *page,
+						 const uint32_t *slots, amq_rt_key key, uint32_t range);
 
 /* True if the page holds some entry of the key's fingerprint (or answers all). */
 extern bool amq_rt_may_contain(const amq_rt_geom *g, const amq_rt_page *page,

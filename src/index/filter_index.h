@@ -49,11 +49,14 @@
 
 #define AMQ_INDEX_MAGIC			0x414D5149	/* "AMQI" */
 /*
- * 3: block ranges: tables of (fingerprint, range) entries (2 was a bloom
+ * 4: the range tables have spans (core/amq_range_table.h): a key in many
+ * ranges keeps its first and last, not "everywhere".  3: block ranges:
+ * tables of (fingerprint, range) entries, read still (2 was a bloom
  * filter of the whole table, with a seed of its own and 64-bit integers;
- * 1 the same with a fixed seed)
+ * 1 the same with a fixed seed).
  */
-#define AMQ_INDEX_VERSION		3
+#define AMQ_INDEX_VERSION		4
+#define AMQ_INDEX_VERSION_NO_SPANS	3
 #define AMQ_INDEX_METAPAGE		0
 /* where a data page's slots begin: past the page header and ours */
 #define AMQ_INDEX_SLOTS_OFFSET	64
@@ -166,6 +169,12 @@ typedef struct AmqIndexMeta
 	int64		bound_hi;
 	uint32		bounds_kind;
 	uint32		unused2;		/* zero */
+	/*
+	 * With AMQ_INDEX_KEYS_COUNTED, in format 4: the ranges (of the build's
+	 * pages_per_range) the lookups of the build's keys that are not
+	 * "everywhere" read, summed: their own ranges, or their spans.
+	 */
+	uint64		build_reads;
 } AmqIndexMeta;
 
 /* A data page's own header, after the standard page header. */

@@ -231,7 +231,7 @@ amq_index_range_of(const amq_rt_geom *geom, const AmqIndexGen *g, BlockNumber bl
 {
 	uint64		range = blkno / g->pages_per_range;
 
-	return range < amq_rt_everywhere(geom) ? (uint32) range : amq_rt_everywhere(geom);
+	return range < amq_rt_ranges(geom) ? (uint32) range : amq_rt_everywhere(geom);
 }
 
 /*
@@ -245,7 +245,7 @@ amq_index_pages_per_range(Relation index, const amq_rt_geom *geom,
 						  BlockNumber heap_blocks, uint32 at_least)
 {
 	int			option = amq_index_option_pages_per_range(index);
-	uint64		ranges = amq_rt_everywhere(geom);
+	uint64		ranges = amq_rt_ranges(geom);
 	uint64		ppr;
 
 	if (option > 0)
@@ -332,6 +332,8 @@ typedef struct BuildState
 	int64		lo;				/* their bounds (hasher.bounds_kind) */
 	int64		hi;
 	int			range_shift;	/* the pairs' ranges, >> it, are the index's */
+	uint32		span_limit;		/* the widest span a key keeps, in the
+								 * index's ranges (wider: "everywhere") */
 	MemoryContext tmpcxt;		/* reset after every value */
 } BuildState;
 
@@ -422,7 +424,8 @@ next_pair(Tuplesortstate *sort, uint64 *hash, uint32 *range)
 
 /*
  * Says so when most of the values the build stored are "everywhere" (each
- * in more than AMQ_RT_MAX_RANGES ranges of a table that has many more):
+ * in more than AMQ_RT_MAX_RANGES ranges of a table that has many more,
+ * spread over more than an eighth of it):
  * their lookups read the whole table, and the planner, which knows it
  * (index_scan.c), will rarely use the index.  A table of a few ranges is
  * read whole at little cost: nothing is said of it.
@@ -444,9 +447,9 @@ report_everywhere(Relation index, uint64 keys, uint64 everywhere,
 			(errmsg("index \"%s\" cannot narrow lookups of %.0f%% of its values",
 					RelationGetRelationName(index), 100.0 * everywhere / keys),
 			 index->rd_rel->relispartition ?
-			 errdetail("Each of them is in more than %d of the table's %.0f block ranges: a lookup of it reads the whole table.  The indexes of other partitions this statement builds are not named.",
+			 errdetail("Each of them is in more than %d of the table's %.0f block ranges, spread over more than an eighth of the table: a lookup of it reads the whole table.  The indexes of other partitions this statement builds are not named.",
 					   AMQ_RT_MAX_RANGES, ranges) :
-			 errdetail("Each of them is in more than %d of the table's %.0f block ranges: a lookup of it reads the whole table.",
+			 errdetail("Each of them is in more than %d of the table's %.0f block ranges, spread over more than an eighth of the table: a lookup of it reads the whole table.",
 					   AMQ_RT_MAX_RANGES, ranges),
 			 errhint("A btree index serves a column whose values are scattered over the table; BRIN, or an amqfilter index with a larger pages_per_range, one whose rows are clustered.")));
 }
@@ -458,6 +461,21 @@ report_everywhere(Relation index, uint64 keys, uint64 everywhere,
 #define AMQ_BUILD_SHAPES	11
 
 /*
+ * The ranges a build keeps beside a key's span: as many as an insert
+ * keeps.  A date of an append-mostly fact has a few rows in free space of
+ * pages far before its own: on a star schema partition, 28% of the dates
+ * read more than 100 blocks for their 36 at 2 beside, 9% at 4 (6 entries a
+ * key); but at 4 a table of keys of 5 to 9 scattered rows filled pages
+ * whatever the build's size (sql/index_costs.sql, ic_part).
+ */
+#define AMQ_BUILD_BESIDE	AMQ_RT_SPAN_BESIDE
+/* a run's first and last ranges counted: one past the most a key keeps */
+#define AMQ_BUILD_ENDS		(AMQ_RT_MAX_RANGES + 1)
+StaticAssertDecl(AMQ_BUILD_BESIDE <= AMQ_RT_MAX_RANGES &&
+				 AMQ_BUILD_ENDS == AMQ_RT_MAX_RANGES + 1,
+				 "a key's run is counted to one past the ranges an entry list keeps");
+
+/*
  * What the keys of a build come to at each size of range: counted in the
  * sorted pairs, a key's run at a time (its ranges ascending).
  */
@@ -465,8 +483,10 @@ typedef struct BuildShapes
 {
 	int			n;				/* sizes weighed: 1 << 0 .. 1 << (n - 1) */
 	double		table_ranges;	/* the table's ranges at the first size */
-	/* the run being counted */
-	uint32		last[AMQ_BUILD_SHAPES];
+	bool		spans;			/* a key in many ranges keeps a span */
+	/* the run being counted: its first and last AMQ_BUILD_ENDS distinct ranges */
+	uint32		first[AMQ_BUILD_SHAPES][AMQ_BUILD_ENDS];
+	uint32		last[AMQ_BUILD_SHAPES][AMQ_BUILD_ENDS];
 	int			distinct[AMQ_BUILD_SHAPES];	/* to one past AMQ_RT_MAX_RANGES */
 	/* over the runs */
 	uint64		keys;
@@ -474,7 +494,60 @@ typedef struct BuildShapes
 	uint64		everywhere[AMQ_BUILD_SHAPES];
 	double		read[AMQ_BUILD_SHAPES];	/* first-size ranges a lookup of each
 										 * key reads, summed */
+	uint64		kept_read[AMQ_BUILD_SHAPES];	/* ranges of the size the keys
+												 * not "everywhere" read */
 } BuildShapes;
+
+/*
+ * The most ranges a key's span and the ranges beside it may read, in a
+ * table of ranges ranges: an eighth of them.  A key spread wider is
+ * "everywhere" (one entry for four), which reads little more: a key of a
+ * handful of rows scattered over the table (a fact's part key) would read
+ * a third of it through a span, and its 4 entries doubled such an index.
+ */
+static inline uint64
+span_limit(double ranges)
+{
+	return (uint64) Max(ranges / 8.0, 1.0);
+}
+
+/*
+ * How a key in more than AMQ_RT_MAX_RANGES ranges is kept: a span and up
+ * to AMQ_BUILD_BESIDE ranges beside it, the least and greatest of them
+ * (the core's rule: the fewest ranges read, then the fewest entries).
+ * first and last are its first and last AMQ_BUILD_ENDS distinct ranges,
+ * ascending; *left and *right the ranges beside the span below and above
+ * it.
+ */
+static uint64
+span_choice(const uint32 *first, const uint32 *last, uint32 *lo, uint32 *hi,
+			int *left, int *right)
+{
+	uint64		best = 0;
+	int			beside;
+	int			k;
+
+	for (beside = 0; beside <= AMQ_BUILD_BESIDE; beside++)
+		for (k = 0; k <= beside; k++)
+		{
+			uint32		l = first[k];
+			uint32		h = last[AMQ_BUILD_ENDS - 1 - (beside - k)];
+			uint64		cost = ((uint64) h - l + 1 + beside) * 4 + beside;
+
+			if (h < l)
+				continue;
+			if (best == 0 || cost < best)
+			{
+				best = cost;
+				*lo = l;
+				*hi = h;
+				*left = k;
+				*right = beside - k;
+			}
+		}
+	/* the ranges a lookup reads */
+	return (uint64) *hi - *lo + 1 + *left + *right;
+}
 
 static void
 shapes_run_start(BuildShapes *sh)
@@ -492,11 +565,14 @@ shapes_add(BuildShapes *sh, uint32 range)
 	{
 		uint32		v = range >> i;
 
-		if (sh->distinct[i] == 0 || v != sh->last[i])
+		if (sh->distinct[i] == 0 || v != sh->last[i][AMQ_BUILD_ENDS - 1])
 		{
-			if (sh->distinct[i] <= AMQ_RT_MAX_RANGES)
+			if (sh->distinct[i] < AMQ_BUILD_ENDS)
+				sh->first[i][sh->distinct[i]] = v;
+			if (sh->distinct[i] < AMQ_BUILD_ENDS)
 				sh->distinct[i]++;
-			sh->last[i] = v;
+			memmove(sh->last[i], sh->last[i] + 1, sizeof(uint32) * (AMQ_BUILD_ENDS - 1));
+			sh->last[i][AMQ_BUILD_ENDS - 1] = v;
 		}
 	}
 }
@@ -510,7 +586,22 @@ shapes_run_end(BuildShapes *sh, bool everywhere)
 	sh->keys++;
 	for (i = 0; i < sh->n; i++)
 	{
-		if (everywhere || sh->distinct[i] > AMQ_RT_MAX_RANGES)
+		uint32		lo,
+					hi;
+		int			left = 0,
+					right = 0;
+		uint64		width = 0;
+
+		if (!everywhere && sh->distinct[i] > AMQ_RT_MAX_RANGES && sh->spans)
+			width = span_choice(sh->first[i], sh->last[i], &lo, &hi, &left, &right);
+		if (width > 0 && width <= span_limit(sh->table_ranges / ((uint64) 1 << i)))
+		{
+			/* a span, and the ranges beside it */
+			sh->entries[i] += 2 + left + right;
+			sh->read[i] += (double) width * ((uint64) 1 << i);
+			sh->kept_read[i] += width;
+		}
+		else if (everywhere || sh->distinct[i] > AMQ_RT_MAX_RANGES)
 		{
 			sh->entries[i]++;
 			sh->everywhere[i]++;
@@ -520,6 +611,7 @@ shapes_run_end(BuildShapes *sh, bool everywhere)
 		{
 			sh->entries[i] += sh->distinct[i];
 			sh->read[i] += (double) sh->distinct[i] * ((uint64) 1 << i);
+			sh->kept_read[i] += sh->distinct[i];
 		}
 	}
 }
@@ -562,21 +654,48 @@ shapes_best(const BuildShapes *sh, double p)
 /* Tries at sizing a build's generation (index_build: fill_pages). */
 #define AMQ_INDEX_BUILD_TRIES	4
 
-/* Adds one key's run of ranges to a page: its ranges, or one "everywhere". */
+/*
+ * Adds one key's run of ranges to a page: its ranges, or its span and the
+ * ranges beside it (span_choice: from its first 3, ranges[], and last 3,
+ * last[]), or one "everywhere".
+ */
 static void
 add_run(BuildState *state, Page page, amq_rt_key key, const uint32 *ranges, int n,
-		uint64 *added)
+		const uint32 *last, uint64 *added)
 {
 	AmqIndexPageHeader *hdr = AmqIndexPageGetHeader(page);
+	uint32	   *slots = AmqIndexPageGetSlots(page);
 	int			delta;
 	int			i;
 
 	if (n > AMQ_RT_MAX_RANGES)
 	{
-		/* straight to the one entry its ranges would become */
-		amq_rt_insert(&state->geom, &hdr->table, AmqIndexPageGetSlots(page), key,
-					  amq_rt_everywhere(&state->geom), &delta);
-		*added += delta;
+		uint32		lo,
+					hi;
+		int			left,
+					right;
+
+		/* straight to what its ranges would become */
+		if (state->geom.spans && last[AMQ_BUILD_ENDS - 1] != amq_rt_everywhere(&state->geom) &&
+			span_choice(ranges, last, &lo, &hi, &left, &right) <= state->span_limit)
+		{
+			uint32		beside[AMQ_BUILD_BESIDE];
+			int			nbeside = 0;
+
+			for (i = 0; i < left; i++)
+				beside[nbeside++] = ranges[i];
+			for (i = AMQ_BUILD_ENDS - right; i < AMQ_BUILD_ENDS; i++)
+				beside[nbeside++] = last[i];
+			amq_rt_insert_span(&state->geom, &hdr->table, slots, key, lo, hi,
+							   beside, nbeside, &delta);
+			*added += delta;
+		}
+		else
+		{
+			amq_rt_insert(&state->geom, &hdr->table, slots, key,
+						  amq_rt_everywhere(&state->geom), &delta);
+			*added += delta;
+		}
 		return;
 	}
 	for (i = 0; i < n; i++)
@@ -605,8 +724,9 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 	uint64		run_hash = 0;
 	amq_rt_key	run_key;
 	uint32		run_page = 0;
-	uint32		ranges[AMQ_RT_MAX_RANGES + 1];
+	uint32		ranges[AMQ_BUILD_ENDS];	/* the run's first distinct ranges */
 	int			nranges = 0;
+	uint32		last[AMQ_BUILD_ENDS] = {0};	/* and its last */
 	bool		started = false;
 	bool		more;
 
@@ -631,7 +751,7 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 				CHECK_FOR_INTERRUPTS();
 			}
 			amq_index_page_make_whole(page.data);
-			add_run(state, page.data, run_key, ranges, nranges, added);
+			add_run(state, page.data, run_key, ranges, nranges, last, added);
 			nranges = 0;
 		}
 		if (!more)
@@ -644,11 +764,14 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 			run_hash = hash;
 			amq_index_locate(meta, &state->geom, 0, hash, &run_page, &run_key);
 		}
-		else if (nranges > 0 && ranges[nranges - 1] == range)
+		else if (nranges > 0 && last[AMQ_BUILD_ENDS - 1] == range)
 			continue;
-		/* distinct ranges, counted to one past the most a key keeps */
-		if (nranges <= AMQ_RT_MAX_RANGES)
+		/* distinct ranges, counted to past the most a key keeps */
+		if (nranges < AMQ_BUILD_ENDS)
 			ranges[nranges++] = range;
+		/* ascending, "everywhere" last */
+		memmove(last, last + 1, sizeof(uint32) * (AMQ_BUILD_ENDS - 1));
+		last[AMQ_BUILD_ENDS - 1] = range;
 	} while (more);
 	for (; cur < gen->npages; cur++)
 	{
@@ -702,6 +825,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 										 "amqfilter index build",
 										 ALLOCSET_DEFAULT_SIZES);
 	memset(&meta, 0, sizeof(meta));
+	meta.version = AMQ_INDEX_VERSION;
 	meta.fp_bits = fp_bits_for(p);
 	amq_index_geometry(&meta, &state.geom);
 	memset(&state.gen, 0, sizeof(state.gen));
@@ -722,6 +846,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	 * which it takes the size whose lookups read least (shapes_best).
 	 */
 	memset(&shapes, 0, sizeof(shapes));
+	shapes.spans = state.geom.spans;
 	shapes.table_ranges = Max(ceil((double) RelationGetNumberOfBlocks(heap) /
 								   state.gen.pages_per_range), 1.0);
 	shapes.n = 1;
@@ -755,6 +880,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		shapes_run_end(&shapes, run_everywhere);
 	state.range_shift = shapes_best(&shapes, p);
 	state.gen.pages_per_range <<= state.range_shift;
+	state.span_limit = (uint32) span_limit(shapes.table_ranges / ((uint64) 1 << state.range_shift));
 	keys = shapes.keys;
 	entries = shapes.entries[state.range_shift];
 	everywhere = shapes.everywhere[state.range_shift];
@@ -794,6 +920,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 		m->build_keys = keys;
 		m->build_everywhere = everywhere;
+		m->build_reads = shapes.kept_read[state.range_shift];
 		m->flags |= AMQ_INDEX_KEYS_COUNTED;
 		if (state.hasher.bounds_kind != AMQ_BOUNDS_NONE)
 		{
@@ -841,6 +968,7 @@ amq_index_buildempty(Relation index)
 	int			i;
 
 	memset(&meta, 0, sizeof(meta));
+	meta.version = AMQ_INDEX_VERSION;
 	meta.fp_bits = fp_bits_for(p);
 	amq_index_geometry(&meta, &geom);
 	amq_index_size_gen(AMQ_INDEX_MIN_CAPACITY, AMQ_INDEX_METAPAGE + 1,

@@ -273,28 +273,20 @@ sort_by_page(const Placed *keys, int n, uint32 npages, Placed *out)
 	pfree(start);
 }
 
-/* True if the page holds every one of the keys' entries already. */
+/*
+ * True if the page answers every one of the keys' ranges already (an
+ * entry, a span or "everywhere").
+ */
 static bool
 holds_all(const amq_rt_geom *geom, Page page, const Placed *keys, int nkeys)
 {
 	AmqIndexPageHeader *hdr = AmqIndexPageGetHeader(page);
-	uint32		ranges[AMQ_RT_MAX_RANGES + AMQ_RT_STASH_SLOTS + 8];
 	int			i;
 
 	for (i = 0; i < nkeys; i++)
-	{
-		int			n = amq_rt_lookup(geom, &hdr->table, AmqIndexPageGetSlots(page),
-									  keys[i].key, ranges, lengthof(ranges));
-		int			j;
-
-		if (n < 0)
-			continue;			/* "everywhere" holds every range */
-		for (j = 0; j < n && j < (int) lengthof(ranges); j++)
-			if (ranges[j] == keys[i].range)
-				break;
-		if (j == n || j == (int) lengthof(ranges))
+		if (!amq_rt_holds(geom, &hdr->table, AmqIndexPageGetSlots(page),
+						  keys[i].key, keys[i].range))
 			return false;
-	}
 	return true;
 }
 

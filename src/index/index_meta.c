@@ -103,6 +103,8 @@ amq_index_geometry(const AmqIndexMeta *meta, amq_rt_geom *geom)
 {
 	if (!amq_rt_geometry(AMQ_INDEX_SLOT_BYTES, meta->fp_bits, geom))
 		elog(ERROR, "fingerprints of %u bits do not fit an index page", meta->fp_bits);
+	/* an index of format 3 has none: its ranges use every bit */
+	geom->spans = meta->version != AMQ_INDEX_VERSION_NO_SPANS;
 }
 
 /*
@@ -188,7 +190,7 @@ amq_index_check_meta(Relation index, Page page, const AmqIndexMeta *meta)
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" is not an amqfilter index",
 						RelationGetRelationName(index))));
-	if (meta->version != AMQ_INDEX_VERSION)
+	if (meta->version != AMQ_INDEX_VERSION && meta->version != AMQ_INDEX_VERSION_NO_SPANS)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("index \"%s\" has format version %u, this build reads version %d",

@@ -148,28 +148,35 @@ amq_index_ranges_merge(AmqIndexRanges *r, BlockNumber limit)
 	pfree(pairs);
 }
 
+/* Adds the ranges lo .. hi of generation g, as blocks of the table. */
+static void
+add_range_numbers(AmqIndexRanges *out, const AmqIndexGen *g, uint32 lo, uint32 hi)
+{
+	uint64		first = (uint64) lo * g->pages_per_range;
+	uint64		end = ((uint64) hi + 1) * g->pages_per_range;
+
+	/* no row's block maps past the last (an entry a page got wrong) */
+	if (first <= MaxBlockNumber)
+		ranges_add(out, (BlockNumber) first,
+				   (uint32) (Min(end, (uint64) MaxBlockNumber + 1) - first));
+}
+
 /*
  * Adds what a lookup in a page of generation g found: n range numbers of
- * the room given, or "everywhere" (n < 0).
+ * the room given and a span, or "everywhere" (n < 0).
  */
 static void
 add_lookup(AmqIndexRanges *out, const AmqIndexGen *g, const uint32 *ranges, int n,
-		   int room)
+		   int room, const amq_rt_span *span)
 {
 	int			j;
 
 	if (n < 0)
 		out->everywhere = true;
 	for (j = 0; j < n && j < room; j++)
-	{
-		uint64		first = (uint64) ranges[j] * g->pages_per_range;
-
-		/* no row's block maps past the last (an entry a page got wrong) */
-		if (first <= MaxBlockNumber)
-			ranges_add(out, (BlockNumber) first,
-					   (uint32) Min((uint64) g->pages_per_range,
-									(uint64) MaxBlockNumber + 1 - first));
-	}
+		add_range_numbers(out, g, ranges[j], ranges[j]);
+	if (n >= 0 && span->lo <= span->hi)
+		add_range_numbers(out, g, span->lo, span->hi);
 }
 
 /* Reads page pg of generation gen, share-locked and checked. */
@@ -270,10 +277,12 @@ amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
 			for (; j < n && placed[j].page == pg && !out->everywhere; j++)
 			{
 				uint32		ranges[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
+				amq_rt_span span;
 				int			nr = amq_rt_lookup(&geom, &AmqIndexPageGetHeader(page)->table,
 											   AmqIndexPageGetSlots(page), placed[j].key,
-											   ranges, lengthof(ranges));
-				add_lookup(out, g, ranges, nr, lengthof(ranges));
+											   ranges, lengthof(ranges), &span);
+
+				add_lookup(out, g, ranges, nr, lengthof(ranges), &span);
 			}
 			UnlockReleaseBuffer(buf);
 			while (j < n && placed[j].page == pg)
@@ -299,6 +308,7 @@ amq_index_probe(Relation index, const AmqIndexMeta *meta, uint64 hash,
 	{
 		const AmqIndexGen *g = &meta->gens[i];
 		uint32		ranges[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
+		amq_rt_span span;
 		uint32		pg;
 		amq_rt_key	key;
 		Buffer		buf;
@@ -309,9 +319,9 @@ amq_index_probe(Relation index, const AmqIndexMeta *meta, uint64 hash,
 		buf = read_gen_page(index, g, i, pg);
 		page = BufferGetPage(buf);
 		n = amq_rt_lookup(&geom, &AmqIndexPageGetHeader(page)->table,
-						  AmqIndexPageGetSlots(page), key, ranges, lengthof(ranges));
+						  AmqIndexPageGetSlots(page), key, ranges, lengthof(ranges), &span);
 		UnlockReleaseBuffer(buf);
-		add_lookup(out, g, ranges, n, lengthof(ranges));
+		add_lookup(out, g, ranges, n, lengthof(ranges), &span);
 	}
 }
 
@@ -606,7 +616,8 @@ runtime_presence(PlannerInfo *root, IndexOptInfo *index, Node *indexkey)
  * clustered as the column's correlation says (c^2 of them in consecutive
  * blocks, the rest scattered at random over the table's ranges, as the
  * planner weighs an index's correlation), make a value "everywhere" when
- * they fall in more than AMQ_RT_MAX_RANGES ranges, as the build decides.
+ * they fall in more than AMQ_RT_MAX_RANGES ranges, as the build decides
+ * (with spans, a span of them).
  */
 static void
 lookup_shape(PlannerInfo *root, IndexOptInfo *index, Node *indexkey,
@@ -627,7 +638,11 @@ lookup_shape(PlannerInfo *root, IndexOptInfo *index, Node *indexkey,
 		double		every = (double) meta->build_everywhere;
 
 		*everywhere = every / keys;
-		*ranges = keys > every ? Max((double) meta->build_entries - every, 0.0) / (keys - every) : 1.0;
+		if (meta->version != AMQ_INDEX_VERSION_NO_SPANS)
+			*ranges = keys > every ? (double) meta->build_reads / (keys - every) : 1.0;
+		else
+			*ranges = keys > every ?
+				Max((double) meta->build_entries - every, 0.0) / (keys - every) : 1.0;
 		*pages_per_range = meta->gens[0].pages_per_range;
 		return;
 	}
@@ -653,6 +668,17 @@ lookup_shape(PlannerInfo *root, IndexOptInfo *index, Node *indexkey,
 	*ranges = correlation * correlation * clustered +
 		(1.0 - correlation * correlation) * scattered;
 	*everywhere = *ranges > AMQ_RT_MAX_RANGES ? 1.0 : 0.0;
+	/*
+	 * With spans, such a value reads its span, its first range to its last:
+	 * the clustered rows', or the table for scattered ones (or "everywhere",
+	 * past an eighth of it at build: much the same blocks)
+	 */
+	if (*everywhere > 0.0 && meta->version != AMQ_INDEX_VERSION_NO_SPANS)
+	{
+		*ranges = correlation * correlation * clustered +
+			(1.0 - correlation * correlation) * nranges;
+		*everywhere = 0.0;
+	}
 }
 
 /*

@@ -330,7 +330,7 @@ report_everywhere_entries(Relation index, uint64 entries, uint64 everywhere, int
 	ereport(NOTICE,
 			(errmsg("%.0f%% of the entries of index \"%s\" are \"everywhere\": lookups of their values read the whole table",
 					100.0 * everywhere / entries, RelationGetRelationName(index)),
-			 errdetail("A value in more than %d of the table's " INT64_FORMAT " block ranges has one such entry.",
+			 errdetail("A value in more than %d of the table's " INT64_FORMAT " block ranges has one such entry when they spread over more than an eighth of the table (in an index built before 0.3, however they spread).",
 					   AMQ_RT_MAX_RANGES, ranges),
 			 errhint("A btree index serves a column whose values are scattered over the table; BRIN, or an amqfilter index with a larger pages_per_range, one whose rows are clustered.")));
 }
