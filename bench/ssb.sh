@@ -740,8 +740,9 @@ RESULT=$({
 	done
 	echo
 	echo "Indexes on lineorder (all 7 partitions): btree against amqfilter, and"
-	echo "amqfilter_index_info's totals (entries: a value and a block range each; everywhere:"
-	echo "entries of values in more than 4 ranges of a page, whose lookup reads the partition;"
+	echo "amqfilter_index_info's totals (entries: a value and a block range each, or a span's"
+	echo "end; everywhere: entries of values spread over more than an eighth of a partition,"
+	echo "whose lookup reads the partition;"
 	echo "pages per range of the partitions' indexes; fpr now: the mean of the partitions' rates"
 	echo "from their load; saturated: partitions' indexes with a page that filled up)."
 	echo
