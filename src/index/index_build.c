@@ -461,14 +461,16 @@ report_everywhere(Relation index, uint64 keys, uint64 everywhere,
 #define AMQ_BUILD_SHAPES	11
 
 /*
- * The ranges a build keeps beside a key's span: as many as an insert
- * keeps.  A date of an append-mostly fact has a few rows in free space of
- * pages far before its own: on a star schema partition, 28% of the dates
- * read more than 100 blocks for their 36 at 2 beside, 9% at 4 (6 entries a
- * key); but at 4 a table of keys of 5 to 9 scattered rows filled pages
- * whatever the build's size (sql/index_costs.sql, ic_part).
+ * The ranges a build keeps beside a key's span: up to 4 (6 entries) where
+ * the span covers at least AMQ_BUILD_CLUSTER ranges (a cluster: a date of
+ * an append-mostly fact, with a few rows in free space of pages far before
+ * its own), else as many as an insert keeps.  On a star schema partition,
+ * 28% of the dates read more than 100 blocks for their 36 with 2 beside, 9%
+ * with 4.  Keys of 5 to 9 scattered rows, at 4 beside, filled pages
+ * whatever the build's size (sql/index_costs.sql, ic_part): they keep 2.
  */
-#define AMQ_BUILD_BESIDE	AMQ_RT_SPAN_BESIDE
+#define AMQ_BUILD_BESIDE	4
+#define AMQ_BUILD_CLUSTER	(2 * AMQ_RT_MAX_RANGES)
 /* a run's first and last ranges counted: one past the most a key keeps */
 #define AMQ_BUILD_ENDS		(AMQ_RT_MAX_RANGES + 1)
 StaticAssertDecl(AMQ_BUILD_BESIDE <= AMQ_RT_MAX_RANGES &&
@@ -534,7 +536,8 @@ span_choice(const uint32 *first, const uint32 *last, uint32 *lo, uint32 *hi,
 			uint32		h = last[AMQ_BUILD_ENDS - 1 - (beside - k)];
 			uint64		cost = ((uint64) h - l + 1 + beside) * 4 + beside;
 
-			if (h < l)
+			if (h < l ||
+				(beside > AMQ_RT_SPAN_BESIDE && (uint64) h - l + 1 < AMQ_BUILD_CLUSTER))
 				continue;
 			if (best == 0 || cost < best)
 			{
