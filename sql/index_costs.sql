@@ -94,12 +94,13 @@ SET enable_seqscan = off;
 SELECT pg_temp.heap_blocks($$SELECT * FROM ic_dates WHERE d = date '2026-02-01'$$) AS date_blocks,
 	   (SELECT count(DISTINCT (ctid::text::point)[0]) FROM ic_dates WHERE d = date '2026-02-01') AS its_blocks;
 RESET enable_seqscan;
--- Two rows of a date far from the rest (in the table's first block and its
--- last, as rows put in free space of other pages are): the date keeps a
--- span of its cluster and the two ranges beside it, and a lookup reads its
--- own blocks; a span of all its rows would take in the whole table.
+-- Four rows of a date far from the rest (in the table's first block, its
+-- last, and two between, as rows put in free space of other pages are):
+-- the date keeps a span of its cluster and the four ranges beside it, and
+-- a lookup reads its own blocks; a span of all its rows would take in the
+-- whole table (a build keeps 4 ranges beside the span of a cluster).
 CREATE TABLE ic_strays AS
-SELECT g AS id, CASE WHEN g IN (5, 299990) THEN date '2026-02-01'
+SELECT g AS id, CASE WHEN g IN (5, 100000, 200000, 299990) THEN date '2026-02-01'
 					 ELSE date '2026-01-01' + (g / 3000)::int END AS d, repeat('x', 30) AS pad
   FROM generate_series(0, 299999) g;
 CREATE INDEX ic_strays_d ON ic_strays USING amqfilter (d);

@@ -461,14 +461,16 @@ report_everywhere(Relation index, uint64 keys, uint64 everywhere,
 #define AMQ_BUILD_SHAPES	11
 
 /*
- * The ranges a build keeps beside a key's span: as many as an insert
- * keeps.  A date of an append-mostly fact has a few rows in free space of
- * pages far before its own: on a star schema partition, 28% of the dates
- * read more than 100 blocks for their 36 at 2 beside, 9% at 4 (6 entries a
- * key); but at 4 a table of keys of 5 to 9 scattered rows filled pages
- * whatever the build's size (sql/index_costs.sql, ic_part).
+ * The ranges a build keeps beside a key's span: up to 4 (6 entries) where
+ * the span holds at least AMQ_BUILD_CLUSTER of the key's ranges (a
+ * cluster: a date of an append-mostly fact, with a few rows in free space
+ * of pages far before its own), else as many as an insert keeps.  On a star schema partition,
+ * 28% of the dates read more than 100 blocks for their 36 with 2 beside, 9%
+ * with 4.  Keys of 5 to 9 scattered rows, at 4 beside, filled pages
+ * whatever the build's size (sql/index_costs.sql, ic_part): they keep 2.
  */
-#define AMQ_BUILD_BESIDE	AMQ_RT_SPAN_BESIDE
+#define AMQ_BUILD_BESIDE	4
+#define AMQ_BUILD_CLUSTER	(2 * AMQ_RT_MAX_RANGES)
 /* a run's first and last ranges counted: one past the most a key keeps */
 #define AMQ_BUILD_ENDS		(AMQ_RT_MAX_RANGES + 1)
 StaticAssertDecl(AMQ_BUILD_BESIDE <= AMQ_RT_MAX_RANGES &&
@@ -488,6 +490,7 @@ typedef struct BuildShapes
 	uint32		first[AMQ_BUILD_SHAPES][AMQ_BUILD_ENDS];
 	uint32		last[AMQ_BUILD_SHAPES][AMQ_BUILD_ENDS];
 	int			distinct[AMQ_BUILD_SHAPES];	/* to one past AMQ_RT_MAX_RANGES */
+	uint64		count[AMQ_BUILD_SHAPES];	/* all of them */
 	/* over the runs */
 	uint64		keys;
 	uint64		entries[AMQ_BUILD_SHAPES];
@@ -516,11 +519,11 @@ span_limit(double ranges)
  * to AMQ_BUILD_BESIDE ranges beside it, the least and greatest of them
  * (the core's rule: the fewest ranges read, then the fewest entries).
  * first and last are its first and last AMQ_BUILD_ENDS distinct ranges,
- * ascending; *left and *right the ranges beside the span below and above
- * it.
+ * ascending, of n; *left and *right the ranges beside the span below and
+ * above it.
  */
 static uint64
-span_choice(const uint32 *first, const uint32 *last, uint32 *lo, uint32 *hi,
+span_choice(const uint32 *first, const uint32 *last, uint64 n, uint32 *lo, uint32 *hi,
 			int *left, int *right)
 {
 	uint64		best = 0;
@@ -534,7 +537,7 @@ span_choice(const uint32 *first, const uint32 *last, uint32 *lo, uint32 *hi,
 			uint32		h = last[AMQ_BUILD_ENDS - 1 - (beside - k)];
 			uint64		cost = ((uint64) h - l + 1 + beside) * 4 + beside;
 
-			if (h < l)
+			if (h < l || (beside > AMQ_RT_SPAN_BESIDE && n < AMQ_BUILD_CLUSTER + beside))
 				continue;
 			if (best == 0 || cost < best)
 			{
@@ -553,6 +556,7 @@ static void
 shapes_run_start(BuildShapes *sh)
 {
 	memset(sh->distinct, 0, sizeof(sh->distinct));
+	memset(sh->count, 0, sizeof(sh->count));
 }
 
 /* A range of the run (not "everywhere"), after those below it. */
@@ -571,6 +575,7 @@ shapes_add(BuildShapes *sh, uint32 range)
 				sh->first[i][sh->distinct[i]] = v;
 			if (sh->distinct[i] < AMQ_BUILD_ENDS)
 				sh->distinct[i]++;
+			sh->count[i]++;
 			memmove(sh->last[i], sh->last[i] + 1, sizeof(uint32) * (AMQ_BUILD_ENDS - 1));
 			sh->last[i][AMQ_BUILD_ENDS - 1] = v;
 		}
@@ -593,7 +598,7 @@ shapes_run_end(BuildShapes *sh, bool everywhere)
 		uint64		width = 0;
 
 		if (!everywhere && sh->distinct[i] > AMQ_RT_MAX_RANGES && sh->spans)
-			width = span_choice(sh->first[i], sh->last[i], &lo, &hi, &left, &right);
+			width = span_choice(sh->first[i], sh->last[i], sh->count[i], &lo, &hi, &left, &right);
 		if (width > 0 && width <= span_limit(sh->table_ranges / ((uint64) 1 << i)))
 		{
 			/* a span, and the ranges beside it */
@@ -656,12 +661,12 @@ shapes_best(const BuildShapes *sh, double p)
 
 /*
  * Adds one key's run of ranges to a page: its ranges, or its span and the
- * ranges beside it (span_choice: from its first 3, ranges[], and last 3,
- * last[]), or one "everywhere".
+ * ranges beside it (span_choice: from its first ranges, ranges[], its last,
+ * last[], and their number, nall), or one "everywhere".
  */
 static void
 add_run(BuildState *state, Page page, amq_rt_key key, const uint32 *ranges, int n,
-		const uint32 *last, uint64 *added)
+		const uint32 *last, uint64 nall, uint64 *added)
 {
 	AmqIndexPageHeader *hdr = AmqIndexPageGetHeader(page);
 	uint32	   *slots = AmqIndexPageGetSlots(page);
@@ -677,7 +682,7 @@ add_run(BuildState *state, Page page, amq_rt_key key, const uint32 *ranges, int 
 
 		/* straight to what its ranges would become */
 		if (state->geom.spans && last[AMQ_BUILD_ENDS - 1] != amq_rt_everywhere(&state->geom) &&
-			span_choice(ranges, last, &lo, &hi, &left, &right) <= state->span_limit)
+			span_choice(ranges, last, nall, &lo, &hi, &left, &right) <= state->span_limit)
 		{
 			uint32		beside[AMQ_BUILD_BESIDE];
 			int			nbeside = 0;
@@ -727,6 +732,7 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 	uint32		ranges[AMQ_BUILD_ENDS];	/* the run's first distinct ranges */
 	int			nranges = 0;
 	uint32		last[AMQ_BUILD_ENDS] = {0};	/* and its last */
+	uint64		nall = 0;		/* and their number */
 	bool		started = false;
 	bool		more;
 
@@ -751,8 +757,9 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 				CHECK_FOR_INTERRUPTS();
 			}
 			amq_index_page_make_whole(page.data);
-			add_run(state, page.data, run_key, ranges, nranges, last, added);
+			add_run(state, page.data, run_key, ranges, nranges, last, nall, added);
 			nranges = 0;
+			nall = 0;
 		}
 		if (!more)
 			break;
@@ -769,6 +776,7 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 		/* distinct ranges, counted to past the most a key keeps */
 		if (nranges < AMQ_BUILD_ENDS)
 			ranges[nranges++] = range;
+		nall++;
 		/* ascending, "everywhere" last */
 		memmove(last, last + 1, sizeof(uint32) * (AMQ_BUILD_ENDS - 1));
 		last[AMQ_BUILD_ENDS - 1] = range;
