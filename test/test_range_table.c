@@ -278,8 +278,12 @@ test_spans(void)
 		for (i = 0; i < 4; i++)
 			CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, beside[i]));
 		CHECK(!amq_rt_holds(&p.g, &p.hdr, p.slots, k, 6));
-		/* an insert then keeps at most 2 beside: the span takes in some */
+		/* next to the span: it joins it, the 4 beside stay */
+		CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 1041, &delta) == AMQ_RT_WIDENED);
+		CHECK(delta == 0 && reads(&p, k) == 42 + 4);
+		/* far: an insert keeps the 4 beside it had, the span takes in the nearest (7) */
 		CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, 20000, &delta) == AMQ_RT_WIDENED);
+		CHECK(delta == 0 && reads(&p, k) == (1041 - 7 + 1) + 4);
 		for (i = 0; i < 4; i++)
 			CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, beside[i]));
 		CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, 1020));

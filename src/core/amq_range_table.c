@@ -320,11 +320,14 @@ replace_fp(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key 
 }
 
 /*
- * The span and the ranges beside it (at most AMQ_RT_SPAN_BESIDE) that
- * cover a key's span (if any), its ranges and range, reading the fewest
- * ranges (the span's width and one a range beside it), and of those the
- * one of fewest entries: the ranges a lookup reads, least; a range next
- * to the span joins it.  The rest of the points join the span.
+ * The span and the ranges beside it that cover a key's span (if any), its
+ * ranges and range, reading the fewest ranges (the span's width and one a
+ * range beside it), and of those the one of fewest entries: the ranges a
+ * lookup reads, least; a range next to the span joins it.  The rest of the
+ * points join the span.  Beside it: at most AMQ_RT_SPAN_BESIDE, or as many
+ * as the key has beside its span already (a build keeps up to
+ * AMQ_RT_MAX_RANGES beside a cluster's), so that a write never widens a
+ * span more than the new range needs.
  */
 static amq_rt_result
 respan(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key key,
@@ -336,8 +339,9 @@ respan(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key key,
 	uint64_t	best_cost = UINT64_MAX;
 	uint32_t	best_lo = 0,
 				best_hi = 0;
-	uint32_t	out[AMQ_RT_SPAN_BESIDE];
+	uint32_t	out[AMQ_RT_MAX_RANGES];
 	int			nout = 0;
+	int			max_beside = AMQ_RT_SPAN_BESIDE;
 	unsigned	mask,
 				best_mask = 0;
 	int			i;
@@ -346,6 +350,8 @@ respan(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key key,
 	for (i = 0; i < fe->nplain && npts < AMQ_RT_MAX_RANGES; i++)
 		pts[npts++] = fe->plain[i];
 	pts[npts++] = range;
+	if (has_span && npts - 1 > max_beside)
+		max_beside = npts - 1;
 	for (mask = 0; mask < (1u << npts); mask++)
 	{
 		/* bits set: the points that join the span; the others stay beside it */
@@ -362,7 +368,7 @@ respan(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots, amq_rt_key key,
 			}
 			else
 				beside++;
-		if (beside > AMQ_RT_SPAN_BESIDE || lo > hi)
+		if (beside > max_beside || lo > hi)
 			continue;
 		cost = ((uint64_t) hi - lo + 1 + beside) * 4 + beside;
 		if (cost < best_cost)
