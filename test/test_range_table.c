@@ -461,6 +461,57 @@ test_check(void)
 	free(p.slots);
 }
 
+/*
+ * With lanes: a page keeps every entry it is given (the caller moves a
+ * key's fifth range to its next lane), only an "everywhere" replaces them;
+ * a row class is held by its own entry and by its whole range's.
+ */
+static void
+test_lanes(void)
+{
+	Page		p;
+	amq_rt_key	k;
+	uint32_t	ranges[64];
+	amq_rt_span span;
+	uint32_t	whole;
+	int			delta;
+	int			n;
+	uint32_t	i;
+
+	page_init(&p, 12);
+	p.g.lanes = 1;
+	p.g.row_bits = 4;
+	whole = amq_rt_whole_bit(&p.g);
+	CHECK(amq_rt_ranges(&p.g) == (1u << 19) - 1);
+	CHECK(whole == 1u << 19);
+	k = key_of(&p, 77);
+	/* six classes of six ranges: no widening */
+	for (i = 0; i < 6; i++)
+		CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, (i * 10) << 4 | i, &delta) == AMQ_RT_ADDED);
+	n = amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 64, &span);
+	CHECK(n == 6);
+	CHECK(span.lo > span.hi);
+	CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, (20 << 4) | 2));
+	CHECK(!amq_rt_holds(&p.g, &p.hdr, p.slots, k, (20 << 4) | 3));
+	/* a whole range holds each of its classes */
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, whole | 70, &delta) == AMQ_RT_ADDED);
+	for (i = 0; i < 16; i++)
+		CHECK(amq_rt_holds(&p.g, &p.hdr, p.slots, k, (70 << 4) | i));
+	CHECK(!amq_rt_holds(&p.g, &p.hdr, p.slots, k, (71 << 4) | 0));
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, (70 << 4) | 9, &delta) == AMQ_RT_PRESENT);
+	/* the largest whole range is not "everywhere" */
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, whole | (amq_rt_ranges(&p.g) - 1), &delta) ==
+		  AMQ_RT_ADDED);
+	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 64, &span) == 8);
+	CHECK(amq_rt_check(&p.g, &p.hdr, p.slots));
+	/* "everywhere" replaces them */
+	CHECK(amq_rt_insert(&p.g, &p.hdr, p.slots, k, amq_rt_everywhere(&p.g), &delta) == AMQ_RT_WIDENED);
+	CHECK(delta == -7);
+	CHECK(amq_rt_lookup(&p.g, &p.hdr, p.slots, k, ranges, 64, &span) < 0);
+	CHECK(amq_rt_count_everywhere(&p.g, &p.hdr, p.slots) == 1);
+	free(p.slots);
+}
+
 static const amq_test tests[] = {
 	{"geometry", test_geometry},
 	{"fill to 95% without a miss", test_fill},
@@ -468,6 +519,7 @@ static const amq_test tests[] = {
 	{"a key in too many ranges is everywhere", test_everywhere},
 	{"with spans, a key in too many ranges is a span", test_spans},
 	{"with spans, keys of every shape without a miss", test_spans_fill},
+	{"with lanes, a page keeps what it is given", test_lanes},
 	{"a saturated page answers everything", test_saturation},
 	{"false matches", test_false_matches},
 	{"page checks", test_check},

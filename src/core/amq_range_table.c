@@ -20,6 +20,8 @@ amq_rt_geometry(uint32_t bytes, uint32_t fp_bits, amq_rt_geom *out)
 	out->nbuckets = (bytes - stash_bytes) / bucket_bytes;
 	out->fp_bits = fp_bits;
 	out->spans = 0;
+	out->lanes = 0;
+	out->row_bits = 0;
 	return true;
 }
 
@@ -189,9 +191,13 @@ scan_fp(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slots,
 	uint32_t	b2 = alt_bucket(g, key.bucket, key.fp);
 	uint32_t	everywhere = amq_rt_everywhere(g);
 	uint32_t	sbit = span_bit(g);
+	uint32_t	whole = range;
 	bool		more = true;
 	int			i;
 
+	/* a row class is held by its whole range's entry too */
+	if (g->lanes && g->row_bits > 0 && range < amq_rt_whole_bit(g))
+		whole = amq_rt_whole_bit(g) | (range >> g->row_bits);
 	out->n = 0;
 	out->nplain = 0;
 	out->lo = UINT32_MAX;
@@ -222,7 +228,7 @@ scan_fp(const amq_rt_geom *g, const amq_rt_page *page, const uint32_t *slots,
 		}
 		else
 		{
-			if (r == range)
+			if (r == range || r == whole)
 				out->holds = true;
 			out->plain[out->nplain++] = r;
 		}
@@ -404,7 +410,7 @@ amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots,
 	if (page->flags & AMQ_RT_SATURATED)
 		return AMQ_RT_PRESENT;
 	/* a range past those the table numbers (a caller's slip) is everywhere */
-	if (range >= amq_rt_ranges(g))
+	if (range >= (g->lanes ? amq_rt_everywhere(g) : amq_rt_ranges(g)))
 		range = amq_rt_everywhere(g);
 	scan_fp(g, page, slots, key, range, &fe);
 	if (fe.holds)
@@ -414,7 +420,7 @@ amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page, uint32_t *slots,
 		if (fe.n > 0)
 			return replace_fp(g, page, slots, key, true, 0, 0, NULL, 0, delta);
 	}
-	else if (fe.span.lo <= fe.span.hi || fe.n >= AMQ_RT_MAX_RANGES)
+	else if (!g->lanes && (fe.span.lo <= fe.span.hi || fe.n >= AMQ_RT_MAX_RANGES))
 	{
 		/* a span and ranges beside it, or in a table without spans, everywhere */
 		if (g->spans)

@@ -68,12 +68,24 @@ typedef struct amq_rt_page
  * A table's geometry: the same for every page of a generation.  With
  * spans, the top bit of an entry's range marks a span's end, and ranges
  * are numbered with the bits below it.
+ *
+ * With lanes, a page never turns a key's entries into a span or
+ * "everywhere" on its own: the caller keeps at most AMQ_RT_MAX_RANGES of a
+ * key's entries in a page and puts the rest in the key's next lane (another
+ * place, in another page, that the caller derives from the key), and
+ * adds "everywhere" itself.  The top bit of a range (amq_rt_whole_bit)
+ * then marks a whole range, and a range without it is, with row_bits
+ * above 0, a range's row class: (range << row_bits) | class, where a row's
+ * class is its line pointer's offset modulo 2^row_bits.  A whole range's
+ * entry holds every class of it.
  */
 typedef struct amq_rt_geom
 {
 	uint32_t	nbuckets;		/* buckets in a page */
 	uint32_t	fp_bits;		/* AMQ_RT_MIN_FP_BITS .. AMQ_RT_MAX_FP_BITS */
 	uint32_t	spans;			/* 1: a key in many ranges becomes a span */
+	uint32_t	lanes;			/* 1: a key keeps every range it is given */
+	uint32_t	row_bits;		/* with lanes: row classes (below) */
 } amq_rt_geom;
 
 /* The ranges a lookup's span covers, lo .. hi; none when lo > hi. */
@@ -121,7 +133,14 @@ amq_rt_everywhere(const amq_rt_geom *g)
 static inline uint32_t
 amq_rt_ranges(const amq_rt_geom *g)
 {
-	return g->spans ? (amq_rt_everywhere(g) >> 1) : amq_rt_everywhere(g);
+	return (g->spans || g->lanes) ? (amq_rt_everywhere(g) >> 1) : amq_rt_everywhere(g);
+}
+
+/* With lanes, the bit of a range that marks a whole range (not a class). */
+static inline uint32_t
+amq_rt_whole_bit(const amq_rt_geom *g)
+{
+	return (amq_rt_everywhere(g) >> 1) + 1;
 }
 
 /*
@@ -145,8 +164,10 @@ extern amq_rt_key amq_rt_place(const amq_rt_geom *g, uint64_t mixed);
 
 /*
  * Adds (key, range) to a page; range < amq_rt_ranges(g), or
- * amq_rt_everywhere(g) (which adds an "everywhere" entry).  *delta is the
- * change in the page's entries.
+ * amq_rt_everywhere(g) (which adds an "everywhere" entry); with lanes,
+ * any range below amq_rt_everywhere(g) (a class, or a whole range), and
+ * the key's entries are never widened but by an "everywhere".  *delta is
+ * the change in the page's entries.
  */
 extern amq_rt_result amq_rt_insert(const amq_rt_geom *g, amq_rt_page *page,
 								   uint32_t *slots, amq_rt_key key,
@@ -176,7 +197,8 @@ extern int	amq_rt_lookup(const amq_rt_geom *g, const amq_rt_page *page,
 
 /*
  * True if a lookup of the key answers range (its entry, its span, or
- * "everywhere"): an insert of (key, range) would change nothing.
+ * "everywhere"; with lanes and row classes, for a class, the whole
+ * range's entry too): an insert of (key, range) would change nothing.
  */
 extern bool amq_rt_holds(const amq_rt_geom *g, const amq_rt_page *page,
 						 const uint32_t *slots, amq_rt_key key, uint32_t range);

@@ -57,6 +57,18 @@
  */
 #define AMQ_INDEX_VERSION		4
 #define AMQ_INDEX_VERSION_NO_SPANS	3
+/*
+ * 5: lanes (core/amq_range_table.h): a key keeps every range it is in, 4 to
+ * a lane, its lanes in pages its hash picks one after the other, and its
+ * rows' classes (their offsets modulo 2^row_bits) where a range holds one
+ * row of it.  A build writes it for a table whose values are scattered,
+ * where a span would read most of the table (index_build.c).
+ */
+#define AMQ_INDEX_VERSION_LANES	5
+/* the lanes a key may have in a generation; past them it is "everywhere" */
+#define AMQ_INDEX_MAX_LANES		1024
+/* the most row class bits of a generation (32 classes) */
+#define AMQ_INDEX_MAX_ROW_BITS	5
 #define AMQ_INDEX_METAPAGE		0
 /* where a data page's slots begin: past the page header and ours */
 #define AMQ_INDEX_SLOTS_OFFSET	64
@@ -99,6 +111,8 @@
 #define AMQ_INDEX_RANGE_MASK	UINT64CONST(0xFFFFFF)
 /* an automatic pages_per_range leaves room for the table to grow this much */
 #define AMQ_INDEX_RANGE_HEADROOM	4
+/* row classes leave room for the table to grow this much (index_build.c) */
+#define AMQ_INDEX_ROW_HEADROOM		2
 /* the options' defaults */
 #define AMQ_INDEX_DEFAULT_FPR	0.01
 #define AMQ_INDEX_DEFAULT_MAX_GENS	AMQ_INDEX_MAX_GENS
@@ -137,7 +151,9 @@ typedef struct AmqIndexGen
 	BlockNumber first;			/* its first page */
 	uint32		npages;
 	uint32		pages_per_range;	/* table blocks per range number */
-	uint32		unused;			/* zero */
+	uint32		row_bits;		/* version 5: its ranges' row classes, 0 ..
+								 * AMQ_INDEX_MAX_ROW_BITS, with one block
+								 * a range; else zero */
 	uint64		capacity;		/* entries it is sized for */
 	uint64		count;			/* entries added (in units: see insert) */
 } AmqIndexGen;
@@ -272,6 +288,12 @@ extern bool amq_index_out_of_bounds(const AmqIndexMeta *meta, const AmqIndexHash
 									Datum value);
 extern void amq_index_locate(const AmqIndexMeta *meta, const amq_rt_geom *geom,
 							 uint32 gen, uint64 hash, uint32 *page, amq_rt_key *key);
+extern void amq_index_locate_lane(const AmqIndexMeta *meta, const amq_rt_geom *geom,
+								  uint32 gen, uint64 hash, uint32 lane, uint32 *page,
+								  amq_rt_key *key);
+extern void amq_index_gen_geometry(const AmqIndexMeta *meta, uint32 gen, amq_rt_geom *geom);
+extern uint32 amq_index_entry_of(const amq_rt_geom *geom, const AmqIndexGen *g,
+								 ItemPointer tid);
 extern uint32 amq_index_range_of(const amq_rt_geom *geom, const AmqIndexGen *g,
 								 BlockNumber blkno);
 extern uint32 amq_index_pages_per_range(Relation index, const amq_rt_geom *geom,
@@ -304,6 +326,13 @@ typedef struct AmqIndexRanges
 	int			room;
 	BlockNumber *first;
 	uint32	   *len;
+	/*
+	 * per range, 0: all of its rows; else, for a range of one block, the
+	 * row classes (bit c: the rows whose offset is c modulo 2^row_bits)
+	 * that may hold the key: a reader that reads blocks reads the block
+	 */
+	uint32	   *classes;
+	uint32		row_bits;
 } AmqIndexRanges;
 
 extern void amq_index_ranges_merge(AmqIndexRanges *r, BlockNumber limit);

@@ -27,6 +27,7 @@
 #include "catalog/pg_operator.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
+#include "port/pg_bitutils.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -225,6 +226,47 @@ amq_index_locate(const AmqIndexMeta *meta, const amq_rt_geom *geom, uint32 gen,
 	*key = amq_rt_place(geom, amq_fmix64(hash));
 }
 
+/*
+ * The place of a key's lane in generation gen (lanes: format 5): lane 0 is
+ * amq_index_locate's, lane i > 0 that of the key's hash mixed with i, so
+ * that a key's lanes fall on pages at random, as other keys do.  Its top
+ * 40 bits place it, as a key's.
+ */
+static inline uint64
+lane_hash(uint64 hash, uint32 lane)
+{
+	hash &= ~AMQ_INDEX_RANGE_MASK;
+	if (lane == 0)
+		return hash;
+	return amq_fmix64(hash ^ ((uint64) lane * UINT64CONST(0x9E3779B97F4A7C15))) &
+		~AMQ_INDEX_RANGE_MASK;
+}
+
+void
+amq_index_locate_lane(const AmqIndexMeta *meta, const amq_rt_geom *geom, uint32 gen,
+					  uint64 hash, uint32 lane, uint32 *page, amq_rt_key *key)
+{
+	amq_index_locate(meta, geom, gen, lane_hash(hash, lane), page, key);
+}
+
+/*
+ * The entry of a row in generation g: its range (amq_index_range_of), or,
+ * with row classes, its range's class (range << row_bits | offset mod
+ * 2^row_bits); "everywhere" past the ranges the generation numbers.
+ */
+uint32
+amq_index_entry_of(const amq_rt_geom *geom, const AmqIndexGen *g, ItemPointer tid)
+{
+	uint32		range = amq_index_range_of(geom, g, ItemPointerGetBlockNumber(tid));
+
+	if (g->row_bits == 0 || range == amq_rt_everywhere(geom))
+		return range;
+	if (range >= (amq_rt_ranges(geom) >> g->row_bits))
+		return amq_rt_everywhere(geom);
+	return (range << g->row_bits) |
+		(ItemPointerGetOffsetNumber(tid) & ((1u << g->row_bits) - 1));
+}
+
 /* The range number of a block in generation g, or "everywhere" past them. */
 uint32
 amq_index_range_of(const amq_rt_geom *geom, const AmqIndexGen *g, BlockNumber blkno)
@@ -332,6 +374,8 @@ typedef struct BuildState
 	int64		lo;				/* their bounds (hasher.bounds_kind) */
 	int64		hi;
 	int			range_shift;	/* the pairs' ranges, >> it, are the index's */
+	uint32		row_bits;		/* the pairs' ranges' row class bits */
+	Tuplesortstate *lane_sort;	/* format 5: lanes' pairs (index_build) */
 	uint32		span_limit;		/* the widest span a key keeps, in the
 								 * index's ranges (wider: "everywhere") */
 	MemoryContext tmpcxt;		/* reset after every value */
@@ -370,17 +414,24 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(state->tmpcxt);
-	tuplesort_putdatum(state->sort,
-					   Int64GetDatum(pair_of(hash,
-											 amq_index_range_of(&state->geom, &state->gen,
-																ItemPointerGetBlockNumber(tid)))),
-					   false);
+	{
+		uint32		range = amq_index_range_of(&state->geom, &state->gen,
+											   ItemPointerGetBlockNumber(tid));
+
+		/* the row's class below its range, for an index with lanes */
+		if (state->row_bits > 0 && range != amq_rt_everywhere(&state->geom))
+			range = ((uint64) range << state->row_bits) >= amq_rt_ranges(&state->geom) ?
+				amq_rt_everywhere(&state->geom) :
+				(range << state->row_bits) |
+				(ItemPointerGetOffsetNumber(tid) & ((1u << state->row_bits) - 1));
+		tuplesort_putdatum(state->sort, Int64GetDatum(pair_of(hash, range)), false);
+	}
 	state->values++;
 }
 
 /* Fills the metapage of an index whose first generation is g. */
 static void
-init_meta(Page page, uint64 seed, double p, uint32 fp_bits, uint64 entries,
+init_meta(Page page, uint32 version, uint64 seed, double p, uint32 fp_bits, uint64 entries,
 		  uint64 values, const AmqIndexGen *g)
 {
 	AmqIndexMeta *meta;
@@ -389,7 +440,7 @@ init_meta(Page page, uint64 seed, double p, uint32 fp_bits, uint64 entries,
 	meta = AmqIndexPageGetMeta(page);
 	memset(meta, 0, sizeof(*meta));
 	meta->magic = AMQ_INDEX_MAGIC;
-	meta->version = AMQ_INDEX_VERSION;
+	meta->version = version;
 	meta->fp_bits = fp_bits;
 	meta->ngens = 1;
 	meta->seed = seed;
@@ -499,6 +550,12 @@ typedef struct BuildShapes
 										 * key reads, summed */
 	uint64		kept_read[AMQ_BUILD_SHAPES];	/* ranges of the size the keys
 												 * not "everywhere" read */
+	/* with lanes, at the first size: every range of a key up to lane_limit */
+	uint64		lane_limit;
+	uint64		lane_entries;
+	uint64		lane_everywhere;
+	uint64		lane_kept_read;
+	double		lane_read;
 } BuildShapes;
 
 /*
@@ -589,6 +646,18 @@ shapes_run_end(BuildShapes *sh, bool everywhere)
 	int			i;
 
 	sh->keys++;
+	if (everywhere || sh->count[0] > sh->lane_limit)
+	{
+		sh->lane_entries++;
+		sh->lane_everywhere++;
+		sh->lane_read += sh->table_ranges;
+	}
+	else
+	{
+		sh->lane_entries += sh->count[0];
+		sh->lane_kept_read += sh->count[0];
+		sh->lane_read += (double) sh->count[0];
+	}
 	for (i = 0; i < sh->n; i++)
 	{
 		uint32		lo,
@@ -632,12 +701,13 @@ shapes_run_end(BuildShapes *sh, bool everywhere)
  * more, and keep the first size.
  */
 static int
-shapes_best(const BuildShapes *sh, double p)
+shapes_best(const BuildShapes *sh, double p, double *cost_out)
 {
 	int			best = 0;
 	double		best_cost = 0.0;
 	int			i;
 
+	*cost_out = 0.0;
 	if (sh->keys == 0)
 		return 0;
 	for (i = 0; i < sh->n; i++)
@@ -653,7 +723,30 @@ shapes_best(const BuildShapes *sh, double p)
 			best_cost = cost;
 		}
 	}
+	*cost_out = best_cost;
 	return best;
+}
+
+/*
+ * True if lanes (format 5) serve the table's keys better than spans: their
+ * lookups, which read each of a key's ranges and no more, read less than
+ * half of what the best size of range reads with spans (best_cost), in a
+ * table of more ranges than a few keys' entries.  Those are tables of
+ * scattered values (a fact's foreign keys: a part's rows in a few blocks
+ * far apart), which spans keep as "everywhere"; a lane holds 4 of a key's
+ * ranges, so such an index takes about an entry a row.
+ */
+static bool
+shapes_lanes(const BuildShapes *sh, double p, double best_cost)
+{
+	double		share;
+	double		cost;
+
+	if (sh->keys == 0 || sh->table_ranges < 4 * AMQ_RT_MAX_RANGES)
+		return false;
+	share = (double) sh->lane_everywhere / sh->keys;
+	cost = sh->lane_read / sh->keys + p * (share * sh->table_ranges + (1.0 - share));
+	return cost < 0.5 * best_cost;
 }
 
 /* Tries at sizing a build's generation (index_build: fill_pages). */
@@ -764,7 +857,7 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 		if (!more)
 			break;
 		if (range != amq_rt_everywhere(&state->geom))
-			range >>= state->range_shift;
+			range >>= state->row_bits + state->range_shift;
 		if (!started || hash != run_hash)
 		{
 			started = true;
@@ -792,6 +885,161 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 	return saturated;
 }
 
+/*
+ * With lanes: a key's entries, one a range, into the lanes' sort: its
+ * ranges in order, 4 to a lane; or one "everywhere" in its first lane
+ * when it has more than the limit, or a row past the ranges numbered.  A
+ * range of one row class of the key is that class's entry; of more, the
+ * whole range's.  Returns the entries.
+ */
+static uint64
+put_lane_run(BuildState *state, uint64 hash, const uint32 *ranges, const uint32 *classes,
+			 uint64 n, bool everywhere, uint64 limit)
+{
+	uint32		whole = amq_rt_whole_bit(&state->geom);
+	uint64		i;
+
+	if (everywhere || n > limit)
+	{
+		tuplesort_putdatum(state->lane_sort,
+						   Int64GetDatum(pair_of(lane_hash(hash, 0),
+												 amq_rt_everywhere(&state->geom))),
+						   false);
+		return 1;
+	}
+	for (i = 0; i < n; i++)
+	{
+		uint32		entry = ranges[i];
+
+		if (state->row_bits > 0)
+			entry = pg_popcount32(classes[i]) == 1 ?
+				(ranges[i] << state->row_bits) | pg_rightmost_one_pos32(classes[i]) :
+				whole | ranges[i];
+		tuplesort_putdatum(state->lane_sort,
+						   Int64GetDatum(pair_of(lane_hash(hash, (uint32) (i / AMQ_RT_MAX_RANGES)),
+												 entry)),
+						   false);
+	}
+	return n;
+}
+
+/*
+ * With lanes: reads the sorted pairs once more and sorts every key's
+ * entries by the place of their lanes; returns the entries, and in
+ * *everywhere the keys kept as "everywhere".
+ */
+static uint64
+sort_lanes(BuildState *state, uint64 limit, uint64 *everywhere)
+{
+	uint64		hash;
+	uint32		range;
+	uint64		run_hash = 0;
+	bool		started = false;
+	bool		run_everywhere = false;
+	uint32	   *ranges = palloc(sizeof(uint32) * (limit + 1));
+	uint32	   *classes = palloc(sizeof(uint32) * (limit + 1));
+	uint64		n = 0;
+	uint64		entries = 0;
+	uint64		keys = 0;
+	bool		more;
+
+	*everywhere = 0;
+	state->lane_sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid,
+											 false, maintenance_work_mem, NULL,
+											 TUPLESORT_RANDOMACCESS);
+	tuplesort_rescan(state->sort);
+	do
+	{
+		more = next_pair(state->sort, &hash, &range);
+		if (started && (!more || hash != run_hash))
+		{
+			entries += put_lane_run(state, run_hash, ranges, classes, n, run_everywhere, limit);
+			if (run_everywhere || n > limit)
+				(*everywhere)++;
+			if ((++keys & 0xFFFF) == 0)
+				CHECK_FOR_INTERRUPTS();
+		}
+		if (!more)
+			break;
+		if (!started || hash != run_hash)
+		{
+			started = true;
+			run_hash = hash;
+			run_everywhere = false;
+			n = 0;
+		}
+		if (range == amq_rt_everywhere(&state->geom))
+		{
+			run_everywhere = true;
+			continue;
+		}
+		if (n > 0 && ranges[n - 1] == range >> state->row_bits)
+			classes[n - 1] |= 1u << (range & ((1u << state->row_bits) - 1));
+		else if (n <= limit)
+		{
+			ranges[n] = range >> state->row_bits;
+			classes[n] = 1u << (range & ((1u << state->row_bits) - 1));
+			n++;
+		}
+		else
+			n = limit + 1;		/* past the limit: "everywhere" */
+	} while (more);
+	tuplesort_performsort(state->lane_sort);
+	pfree(ranges);
+	pfree(classes);
+	return entries;
+}
+
+/*
+ * With lanes: fills the pages of the build's generation from the lanes'
+ * sort, an entry at a time (a page keeps what it is given), and writes
+ * them when index is given; else only counts them.  As fill_pages.
+ */
+static uint32
+fill_lane_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *added)
+{
+	const AmqIndexGen *gen = &meta->gens[0];
+	amq_rt_geom geom;
+	PGAlignedBlock page;
+	uint32		cur = 0;
+	uint32		saturated = 0;
+	uint64		hash;
+	uint32		entry;
+
+	amq_index_gen_geometry(meta, 0, &geom);
+	*added = 0;
+	tuplesort_rescan(state->lane_sort);
+	amq_index_init_page(page.data, 0);
+	for (;;)
+	{
+		bool		more = next_pair(state->lane_sort, &hash, &entry);
+		uint32		pg = gen->npages;
+		amq_rt_key	key;
+		int			delta;
+
+		if (more)
+			amq_index_locate(meta, &geom, 0, hash, &pg, &key);
+		/* the pages before this entry's are done */
+		while (cur < pg && cur < gen->npages)
+		{
+			if (AmqIndexPageGetHeader(page.data)->table.flags & AMQ_RT_SATURATED)
+				saturated++;
+			if (index)
+				amq_index_write_new_page(index, gen->first + cur, page.data);
+			amq_index_init_page(page.data, 0);
+			cur++;
+			CHECK_FOR_INTERRUPTS();
+		}
+		if (!more)
+			break;
+		amq_index_page_make_whole(page.data);
+		amq_rt_insert(&geom, &AmqIndexPageGetHeader(page.data)->table,
+					  AmqIndexPageGetSlots(page.data), key, entry, &delta);
+		*added += delta;
+	}
+	return saturated;
+}
+
 IndexBuildResult *
 amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -815,6 +1063,9 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	uint64		everywhere = 0;
 	bool		started = false;
 	AmqIndexGen gen;
+	double		best_cost;
+	bool		lanes = false;
+	uint64		reads;
 
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data",
@@ -829,6 +1080,8 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	state.lo = PG_INT64_MAX;	/* none yet: lo > hi */
 	state.hi = PG_INT64_MIN;
 	state.range_shift = 0;
+	state.row_bits = 0;
+	state.lane_sort = NULL;
 	state.tmpcxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "amqfilter index build",
 										 ALLOCSET_DEFAULT_SIZES);
@@ -839,6 +1092,18 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	memset(&state.gen, 0, sizeof(state.gen));
 	state.gen.pages_per_range =
 		amq_index_pages_per_range(index, &state.geom, RelationGetNumberOfBlocks(heap), 1);
+
+	/*
+	 * Ranges of one block leave room, in a table of fewer blocks than the
+	 * range numbers, for the rows' classes, should the keys turn out to
+	 * need lanes: as many class bits as leave room for the table to grow
+	 * AMQ_INDEX_ROW_HEADROOM times (a row past them is "everywhere").
+	 */
+	if (state.gen.pages_per_range == 1)
+		while (state.row_bits < AMQ_INDEX_MAX_ROW_BITS &&
+			   (((uint64) Max(RelationGetNumberOfBlocks(heap), 1) * AMQ_INDEX_ROW_HEADROOM) <<
+				(state.row_bits + 1)) <= amq_rt_ranges(&state.geom))
+			state.row_bits++;
 	state.sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid,
 									   false, maintenance_work_mem, NULL,
 									   TUPLESORT_RANDOMACCESS);
@@ -857,6 +1122,8 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	shapes.spans = state.geom.spans;
 	shapes.table_ranges = Max(ceil((double) RelationGetNumberOfBlocks(heap) /
 								   state.gen.pages_per_range), 1.0);
+	shapes.lane_limit = Min(span_limit(shapes.table_ranges),
+							(uint64) AMQ_INDEX_MAX_LANES * AMQ_RT_MAX_RANGES);
 	shapes.n = 1;
 	if (amq_index_option_pages_per_range(index) == 0)
 		while (shapes.n < AMQ_BUILD_SHAPES &&
@@ -881,17 +1148,31 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		if (range == amq_rt_everywhere(&state.geom))
 			run_everywhere = true;
 		else
-			shapes_add(&shapes, range);
+			shapes_add(&shapes, range >> state.row_bits);
 		prev_range = range;
 	}
 	if (started)
 		shapes_run_end(&shapes, run_everywhere);
-	state.range_shift = shapes_best(&shapes, p);
-	state.gen.pages_per_range <<= state.range_shift;
-	state.span_limit = (uint32) span_limit(shapes.table_ranges / ((uint64) 1 << state.range_shift));
+	state.range_shift = shapes_best(&shapes, p, &best_cost);
 	keys = shapes.keys;
-	entries = shapes.entries[state.range_shift];
-	everywhere = shapes.everywhere[state.range_shift];
+	lanes = shapes_lanes(&shapes, p, best_cost);
+	if (lanes)
+	{
+		/* every range of a key, at the first size, with its rows' classes */
+		state.range_shift = 0;
+		state.span_limit = 0;
+		meta.version = AMQ_INDEX_VERSION_LANES;
+		entries = sort_lanes(&state, shapes.lane_limit, &everywhere);
+		reads = shapes.lane_kept_read;
+	}
+	else
+	{
+		state.gen.pages_per_range <<= state.range_shift;
+		state.span_limit = (uint32) span_limit(shapes.table_ranges / ((uint64) 1 << state.range_shift));
+		entries = shapes.entries[state.range_shift];
+		everywhere = shapes.everywhere[state.range_shift];
+		reads = shapes.kept_read[state.range_shift];
+	}
 
 	/*
 	 * Sized for the entries, at AMQ_INDEX_LOAD: a table of keys with several
@@ -909,26 +1190,33 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("index \"%s\" cannot hold " UINT64_FORMAT " entries",
 							RelationGetRelationName(index), entries)));
+		if (lanes)
+			gen.row_bits = state.row_bits;
 		meta.ngens = 1;
 		meta.gens[0] = gen;
 		if (attempt == AMQ_INDEX_BUILD_TRIES - 1 ||
-			fill_pages(&state, &meta, NULL, &added) == 0)
+			(lanes ? fill_lane_pages(&state, &meta, NULL, &added) :
+			 fill_pages(&state, &meta, NULL, &added)) == 0)
 			break;
 		capacity += capacity / 2;
 	}
 
 	/* block 0, the metapage, first; its count once the pages are written */
-	init_meta(metapage.data, state.seed, p, meta.fp_bits, 0, state.values, &gen);
+	init_meta(metapage.data, meta.version, state.seed, p, meta.fp_bits, 0, state.values, &gen);
 	amq_index_write_new_page(index, AMQ_INDEX_METAPAGE, metapage.data);
-	(void) fill_pages(&state, &meta, index, &added);
+	if (lanes)
+		(void) fill_lane_pages(&state, &meta, index, &added);
+	else
+		(void) fill_pages(&state, &meta, index, &added);
 	gen.count = added;
-	init_meta(metapage.data, state.seed, p, meta.fp_bits, added, state.values, &gen);
+	init_meta(metapage.data, meta.version, state.seed, p, meta.fp_bits, added, state.values,
+			  &gen);
 	{
 		AmqIndexMeta *m = AmqIndexPageGetMeta(metapage.data);
 
 		m->build_keys = keys;
 		m->build_everywhere = everywhere;
-		m->build_reads = shapes.kept_read[state.range_shift];
+		m->build_reads = reads;
 		m->flags |= AMQ_INDEX_KEYS_COUNTED;
 		if (state.hasher.bounds_kind != AMQ_BOUNDS_NONE)
 		{
@@ -953,6 +1241,8 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		UnlockReleaseBuffer(buf);
 	}
 	tuplesort_end(state.sort);
+	if (state.lane_sort)
+		tuplesort_end(state.lane_sort);
 	MemoryContextDelete(state.tmpcxt);
 
 	result = (IndexBuildResult *) palloc(sizeof(IndexBuildResult));
@@ -989,7 +1279,7 @@ amq_index_buildempty(Relation index)
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		START_CRIT_SECTION();
 		if (i == 0)
-			init_meta(BufferGetPage(buf), seed, p, meta.fp_bits, 0, 0, &gen);
+			init_meta(BufferGetPage(buf), AMQ_INDEX_VERSION, seed, p, meta.fp_bits, 0, 0, &gen);
 		else
 			amq_index_init_page(BufferGetPage(buf), 0);
 		MarkBufferDirty(buf);

@@ -102,6 +102,7 @@ typedef struct BatchKey
 {
 	uint64		hash;
 	BlockNumber blkno;
+	OffsetNumber offset;		/* its row class, with lanes */
 } BatchKey;
 
 typedef struct Batch
@@ -248,12 +249,14 @@ add_count(Relation index, AmqIndexMeta *copy, uint32 i, int64 added,
 	UnlockReleaseBuffer(metabuf);
 }
 
-/* A key and where it goes in a generation. */
+/* A key and where it goes in a generation (with lanes, its lane's place). */
 typedef struct Placed
 {
 	uint32		page;
 	uint32		range;
 	amq_rt_key	key;
+	uint32		lane;
+	int			index;			/* of the key in the batch */
 } Placed;
 
 /* Orders keys by page, in O(n + pages): a counting sort into out. */
@@ -274,46 +277,73 @@ sort_by_page(const Placed *keys, int n, uint32 npages, Placed *out)
 }
 
 /*
- * True if the page answers every one of the keys' ranges already (an
- * entry, a span or "everywhere").
+ * With lanes, what a page does with a key: nothing (it answers the key's
+ * range), add its entry, or send it to its next lane (its lane here holds
+ * AMQ_RT_MAX_RANGES of its fingerprint's entries, which a lookup takes to
+ * mean that there may be more in the next).  Counts only grow (but for an
+ * "everywhere", after which a lookup reads no further), so a key never
+ * has an entry in a lane whose lane before is not full.  Without lanes:
+ * nothing or add.
  */
-static bool
-holds_all(const amq_rt_geom *geom, Page page, const Placed *keys, int nkeys)
+typedef enum LaneStep
+{
+	LANE_HELD,
+	LANE_ADD,
+	LANE_NEXT
+} LaneStep;
+
+static LaneStep
+lane_step(const amq_rt_geom *geom, Page page, const Placed *key)
 {
 	AmqIndexPageHeader *hdr = AmqIndexPageGetHeader(page);
-	int			i;
+	uint32		ranges[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
+	amq_rt_span span;
+	int			n;
 
-	for (i = 0; i < nkeys; i++)
-		if (!amq_rt_holds(geom, &hdr->table, AmqIndexPageGetSlots(page),
-						  keys[i].key, keys[i].range))
-			return false;
-	return true;
+	if (amq_rt_holds(geom, &hdr->table, AmqIndexPageGetSlots(page), key->key, key->range))
+		return LANE_HELD;
+	if (!geom->lanes || key->range == amq_rt_everywhere(geom))
+		return LANE_ADD;
+	n = amq_rt_lookup(geom, &hdr->table, AmqIndexPageGetSlots(page), key->key, ranges,
+					  lengthof(ranges), &span);
+	return n >= AMQ_RT_MAX_RANGES ? LANE_NEXT : LANE_ADD;
 }
 
 /*
  * Writes the entries of the keys on one page of generation gen: one WAL
  * record for all of them, none if every entry is there already.  Returns
- * the change in the page's entries.  The page is checked before it is
+ * the change in the page's entries; with lanes, the keys whose lane here
+ * is full go to next[] (*nnext of them).  The page is checked before it is
  * changed.
  */
 static int
 write_page(Relation index, const amq_rt_geom *geom, const AmqIndexGen *g,
-		   uint32 gen, const Placed *keys, int nkeys)
+		   uint32 gen, const Placed *keys, int nkeys, Placed *next, int *nnext)
 {
 	BlockNumber blkno = g->first + keys[0].page;
 	Buffer		buf = ReadBuffer(index, blkno);
 	Page		page;
 	GenericXLogState *state;
 	AmqIndexPageHeader *hdr;
+	LaneStep   *steps = palloc(sizeof(LaneStep) * nkeys);
+	bool		any = false;
 	int			added = 0;
 	int			i;
 
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	page = BufferGetPage(buf);
 	amq_index_check_data_page(index, page, blkno, gen);
-	if (holds_all(geom, page, keys, nkeys))
+	for (i = 0; i < nkeys; i++)
+	{
+		steps[i] = lane_step(geom, page, &keys[i]);
+		any |= steps[i] == LANE_ADD;
+		if (steps[i] == LANE_NEXT)
+			next[(*nnext)++] = keys[i];
+	}
+	if (!any)
 	{
 		UnlockReleaseBuffer(buf);
+		pfree(steps);
 		return 0;
 	}
 	state = GenericXLogStart(index);
@@ -324,18 +354,23 @@ write_page(Relation index, const amq_rt_geom *geom, const AmqIndexGen *g,
 	{
 		int			delta;
 
+		if (steps[i] != LANE_ADD)
+			continue;
 		amq_rt_insert(geom, &hdr->table, AmqIndexPageGetSlots(page), keys[i].key,
 					  keys[i].range, &delta);
 		added += delta;
 	}
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buf);
+	pfree(steps);
 	return added;
 }
 
 /*
  * Writes the entries of n keys in generation gen of the copy, page by
- * page; returns the change in its entries.
+ * page; returns the change in its entries.  With lanes, the keys whose
+ * lane was full go to their next lanes, a round of pages a lane; a key
+ * past AMQ_INDEX_MAX_LANES becomes "everywhere" in its first.
  */
 static int64
 write_gen(Relation index, const AmqIndexMeta *meta, uint32 gen,
@@ -347,22 +382,49 @@ write_gen(Relation index, const AmqIndexMeta *meta, uint32 gen,
 	int			start;
 	int			i;
 
-	amq_index_geometry(meta, &geom);
+	amq_index_gen_geometry(meta, gen, &geom);
 	for (i = 0; i < n; i++)
 	{
-		amq_index_locate(meta, &geom, gen, batch[i].hash, &keys[i].page, &keys[i].key);
-		keys[i].range = amq_index_range_of(&geom, g, batch[i].blkno);
-	}
-	sort_by_page(keys, n, g->npages, sorted);
-	for (start = 0; start < n;)
-	{
-		int			end = start;
+		ItemPointerData tid;
 
-		CHECK_FOR_INTERRUPTS();
-		while (end < n && sorted[end].page == sorted[start].page)
-			end++;
-		added += write_page(index, &geom, g, gen, sorted + start, end - start);
-		start = end;
+		ItemPointerSet(&tid, batch[i].blkno, batch[i].offset);
+		keys[i].lane = 0;
+		keys[i].index = i;
+		amq_index_locate_lane(meta, &geom, gen, batch[i].hash, 0, &keys[i].page, &keys[i].key);
+		keys[i].range = geom.lanes ? amq_index_entry_of(&geom, g, &tid) :
+			amq_index_range_of(&geom, g, batch[i].blkno);
+	}
+	while (n > 0)
+	{
+		int			nnext = 0;
+
+		sort_by_page(keys, n, g->npages, sorted);
+		for (start = 0; start < n;)
+		{
+			int			end = start;
+
+			CHECK_FOR_INTERRUPTS();
+			while (end < n && sorted[end].page == sorted[start].page)
+				end++;
+			added += write_page(index, &geom, g, gen, sorted + start, end - start,
+								keys, &nnext);
+			start = end;
+		}
+		/* the keys whose lane was full: their next lanes */
+		for (i = 0; i < nnext; i++)
+		{
+			Placed	   *k = &keys[i];
+
+			k->lane++;
+			if (k->lane >= AMQ_INDEX_MAX_LANES)
+			{
+				k->lane = 0;
+				k->range = amq_rt_everywhere(&geom);
+			}
+			amq_index_locate_lane(meta, &geom, gen, batch[k->index].hash, k->lane,
+								  &k->page, &k->key);
+		}
+		n = nnext;
 	}
 	return added;
 }
@@ -619,7 +681,7 @@ batch_of(Oid indexoid)
 
 /* Adds a key to a batch, writing the largest batch when all are full. */
 static void
-batch_add(Batch *b, uint64 hash, BlockNumber blkno)
+batch_add(Batch *b, uint64 hash, ItemPointer tid)
 {
 	if (pending >= BATCH_BUDGET)
 	{
@@ -641,7 +703,8 @@ batch_add(Batch *b, uint64 hash, BlockNumber blkno)
 		b->room = room;
 	}
 	b->keys[b->nkeys].hash = hash;
-	b->keys[b->nkeys].blkno = blkno;
+	b->keys[b->nkeys].blkno = ItemPointerGetBlockNumber(tid);
+	b->keys[b->nkeys].offset = ItemPointerGetOffsetNumber(tid);
 	b->nkeys++;
 	pending++;
 }
@@ -679,8 +742,7 @@ amq_index_insert(Relation index, Datum *values, bool *isnull,
 		indexInfo->ii_AmCache = cache;
 	}
 	b = batch_of(RelationGetRelid(index));
-	batch_add(b, amq_index_hash(&cache->hasher, cache->seed, values[0]),
-			  ItemPointerGetBlockNumber(ht_ctid));
+	batch_add(b, amq_index_hash(&cache->hasher, cache->seed, values[0]), ht_ctid);
 	if (cache->hasher.bounds_kind != AMQ_BOUNDS_NONE)
 	{
 		int64		v = amq_index_bounds_value(&cache->hasher, values[0]);

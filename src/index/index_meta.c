@@ -104,7 +104,16 @@ amq_index_geometry(const AmqIndexMeta *meta, amq_rt_geom *geom)
 	if (!amq_rt_geometry(AMQ_INDEX_SLOT_BYTES, meta->fp_bits, geom))
 		elog(ERROR, "fingerprints of %u bits do not fit an index page", meta->fp_bits);
 	/* an index of format 3 has none: its ranges use every bit */
-	geom->spans = meta->version != AMQ_INDEX_VERSION_NO_SPANS;
+	geom->spans = meta->version == AMQ_INDEX_VERSION;
+	geom->lanes = meta->version == AMQ_INDEX_VERSION_LANES;
+}
+
+/* The geometry of generation gen's pages: the index's, and its row classes. */
+void
+amq_index_gen_geometry(const AmqIndexMeta *meta, uint32 gen, amq_rt_geom *geom)
+{
+	amq_index_geometry(meta, geom);
+	geom->row_bits = meta->gens[gen].row_bits;
 }
 
 /*
@@ -190,7 +199,8 @@ amq_index_check_meta(Relation index, Page page, const AmqIndexMeta *meta)
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" is not an amqfilter index",
 						RelationGetRelationName(index))));
-	if (meta->version != AMQ_INDEX_VERSION && meta->version != AMQ_INDEX_VERSION_NO_SPANS)
+	if (meta->version != AMQ_INDEX_VERSION && meta->version != AMQ_INDEX_VERSION_NO_SPANS &&
+		meta->version != AMQ_INDEX_VERSION_LANES)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("index \"%s\" has format version %u, this build reads version %d",
@@ -203,6 +213,11 @@ amq_index_check_meta(Relation index, Page page, const AmqIndexMeta *meta)
 	{
 		const AmqIndexGen *g = &meta->gens[i];
 
+		/* row classes only in format 5, of one-block ranges */
+		if (g->row_bits > AMQ_INDEX_MAX_ROW_BITS ||
+			(g->row_bits > 0 && (meta->version != AMQ_INDEX_VERSION_LANES ||
+								 g->pages_per_range != 1)))
+			page_corrupted(index, AMQ_INDEX_METAPAGE, "A generation's row classes are out of range.");
 		if (g->first < 1 || g->npages < 1 || g->pages_per_range < 1 ||
 			(uint64) g->first + g->npages > MaxBlockNumber ||
 			(i > 0 && g->first < meta->gens[i - 1].first + meta->gens[i - 1].npages))

@@ -61,9 +61,12 @@
 #include "glue/amqfilter.h"
 #include "index/filter_index.h"
 
-/* Adds blocks first .. first + len - 1 to a set of ranges. */
+/*
+ * Adds blocks first .. first + len - 1 to a set of ranges, or with classes
+ * not 0, those row classes of block first (len 1).
+ */
 static void
-ranges_add(AmqIndexRanges *r, BlockNumber first, uint32 len)
+ranges_add_classes(AmqIndexRanges *r, BlockNumber first, uint32 len, uint32 classes)
 {
 	if (r->n == r->room)
 	{
@@ -72,10 +75,19 @@ ranges_add(AmqIndexRanges *r, BlockNumber first, uint32 len)
 			: repalloc(r->first, sizeof(BlockNumber) * r->room);
 		r->len = r->len == NULL ? palloc(sizeof(uint32) * r->room)
 			: repalloc(r->len, sizeof(uint32) * r->room);
+		r->classes = r->classes == NULL ? palloc(sizeof(uint32) * r->room)
+			: repalloc(r->classes, sizeof(uint32) * r->room);
 	}
 	r->first[r->n] = first;
 	r->len[r->n] = len;
+	r->classes[r->n] = classes;
 	r->n++;
+}
+
+static void
+ranges_add(AmqIndexRanges *r, BlockNumber first, uint32 len)
+{
+	ranges_add_classes(r, first, len, 0);
 }
 
 /* Blocks a set of ranges holds (overlaps counted twice), at most cap. */
@@ -111,41 +123,68 @@ range_start_cmp(const void *a, const void *b)
 void
 amq_index_ranges_merge(AmqIndexRanges *r, BlockNumber limit)
 {
-	BlockNumber *pairs;
+	BlockNumber *items;
 	int			i;
 	int			m = 0;
 
 	if (r->everywhere || r->n == 0)
 		return;
-	pairs = palloc(sizeof(BlockNumber) * 2 * r->n);
+	/* first, end (exclusive), classes */
+	items = palloc(sizeof(BlockNumber) * 3 * r->n);
 	for (i = 0; i < r->n; i++)
 	{
-		pairs[2 * i] = r->first[i];
-		/* end, exclusive; a range that runs past the last block number ends there */
-		pairs[2 * i + 1] = (BlockNumber) Min((uint64) r->first[i] + r->len[i],
+		items[3 * i] = r->first[i];
+		/* a range that runs past the last block number ends there */
+		items[3 * i + 1] = (BlockNumber) Min((uint64) r->first[i] + r->len[i],
 											 (uint64) MaxBlockNumber + 1);
+		items[3 * i + 2] = r->classes ? r->classes[i] : 0;
 	}
-	qsort(pairs, r->n, sizeof(BlockNumber) * 2, range_start_cmp);
+	qsort(items, r->n, sizeof(BlockNumber) * 3, range_start_cmp);
 	for (i = 0; i < r->n; i++)
 	{
-		BlockNumber first = pairs[2 * i];
-		BlockNumber end = Min(pairs[2 * i + 1], limit);
+		BlockNumber first = items[3 * i];
+		BlockNumber end = Min(items[3 * i + 1], limit);
+		uint32		classes = items[3 * i + 2];
 
 		if (first >= end)
 			continue;
-		if (m > 0 && first <= r->first[m - 1] + r->len[m - 1])
+		if (m > 0)
 		{
 			BlockNumber last_end = r->first[m - 1] + r->len[m - 1];
+			uint32		last_classes = r->classes[m - 1];
 
-			r->len[m - 1] = Max(last_end, end) - r->first[m - 1];
-			continue;
+			if (classes == 0 && last_classes == 0 && first <= last_end)
+			{
+				/* whole ranges that overlap or touch: one */
+				r->len[m - 1] = Max(last_end, end) - r->first[m - 1];
+				continue;
+			}
+			if (first < last_end)
+			{
+				/*
+				 * One of them has classes of one block, where the other
+				 * starts or that the other holds: classes of one block
+				 * join, a whole range takes in a block's classes.
+				 */
+				if (last_classes == 0)
+					continue;	/* this block's classes, in a whole range */
+				if (classes != 0)
+					r->classes[m - 1] |= classes;
+				else
+				{
+					r->len[m - 1] = end - first;
+					r->classes[m - 1] = 0;
+				}
+				continue;
+			}
 		}
 		r->first[m] = first;
 		r->len[m] = end - first;
+		r->classes[m] = classes;
 		m++;
 	}
 	r->n = m;
-	pfree(pairs);
+	pfree(items);
 }
 
 /* Adds the ranges lo .. hi of generation g, as blocks of the table. */
@@ -163,18 +202,34 @@ add_range_numbers(AmqIndexRanges *out, const AmqIndexGen *g, uint32 lo, uint32 h
 
 /*
  * Adds what a lookup in a page of generation g found: n range numbers of
- * the room given and a span, or "everywhere" (n < 0).
+ * the room given and a span, or "everywhere" (n < 0).  With lanes, a range
+ * with the whole bit is the range, and one without it, with row classes,
+ * a class of a one-block range.
  */
 static void
-add_lookup(AmqIndexRanges *out, const AmqIndexGen *g, const uint32 *ranges, int n,
-		   int room, const amq_rt_span *span)
+add_lookup(AmqIndexRanges *out, const amq_rt_geom *geom, const AmqIndexGen *g,
+		   const uint32 *ranges, int n, int room, const amq_rt_span *span)
 {
+	uint32		whole = amq_rt_whole_bit(geom);
 	int			j;
 
 	if (n < 0)
 		out->everywhere = true;
 	for (j = 0; j < n && j < room; j++)
-		add_range_numbers(out, g, ranges[j], ranges[j]);
+	{
+		uint32		r = ranges[j];
+
+		if (geom->lanes && (r & whole))
+			r &= ~whole;
+		else if (geom->lanes && g->row_bits > 0)
+		{
+			/* one block a range: the class's rows of the block */
+			ranges_add_classes(out, r >> g->row_bits, 1, 1u << (r & ((1u << g->row_bits) - 1)));
+			out->row_bits = g->row_bits;
+			continue;
+		}
+		add_range_numbers(out, g, r, r);
+	}
 	if (n >= 0 && span->lo <= span->hi)
 		add_range_numbers(out, g, span->lo, span->hi);
 }
@@ -222,10 +277,11 @@ amq_index_may_contain(Relation index, const AmqIndexMeta *meta, uint64 hash)
 	return false;
 }
 
-/* A key of a probe of many, where it goes in one generation. */
+/* A key of a probe of many, where its lane goes in one generation. */
 typedef struct PlacedKey
 {
 	uint32		page;
+	int			index;			/* of the key in hashes[] */
 	amq_rt_key	key;
 } PlacedKey;
 
@@ -238,11 +294,19 @@ placed_key_cmp(const void *a, const void *b)
 	return pa < pb ? -1 : pa > pb ? 1 : 0;
 }
 
+/* The lanes a lookup of a key may read in an index of geometry geom. */
+static inline uint32
+max_lanes(const amq_rt_geom *geom)
+{
+	return geom->lanes ? AMQ_INDEX_MAX_LANES : 1;
+}
+
 /*
  * Adds to out the block ranges that may hold any of n keys, or sets
  * out->everywhere.  The keys of a generation are sorted by the page they go
  * to, and each page is read once: n keys cost n hashes and a read of at most
- * every page, where n probes would read n pages.
+ * every page, where n probes would read n pages.  With lanes, so for each
+ * lane, of the keys whose lane before was full.
  */
 void
 amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
@@ -250,45 +314,65 @@ amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
 {
 	amq_rt_geom geom;
 	PlacedKey  *placed;
+	int		   *active;
 	uint32		i;
 
 	if (n <= 0)
 		return;
 	amq_index_geometry(meta, &geom);
 	placed = palloc(sizeof(PlacedKey) * n);
+	active = palloc(sizeof(int) * n);
 	for (i = 0; i < meta->ngens && !out->everywhere; i++)
 	{
 		const AmqIndexGen *g = &meta->gens[i];
+		int			nactive = n;
+		uint32		lane;
 		int			j;
 
 		for (j = 0; j < n; j++)
-			amq_index_locate(meta, &geom, i, hashes[j], &placed[j].page, &placed[j].key);
-		qsort(placed, n, sizeof(PlacedKey), placed_key_cmp);
-		j = 0;
-		while (j < n && !out->everywhere)
+			active[j] = j;
+		for (lane = 0; lane < max_lanes(&geom) && nactive > 0 && !out->everywhere; lane++)
 		{
-			uint32		pg = placed[j].page;
-			Buffer		buf;
-			Page		page;
+			int			next = 0;
 
-			CHECK_FOR_INTERRUPTS();
-			buf = read_gen_page(index, g, i, pg);
-			page = BufferGetPage(buf);
-			for (; j < n && placed[j].page == pg && !out->everywhere; j++)
+			for (j = 0; j < nactive; j++)
 			{
-				uint32		ranges[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
-				amq_rt_span span;
-				int			nr = amq_rt_lookup(&geom, &AmqIndexPageGetHeader(page)->table,
-											   AmqIndexPageGetSlots(page), placed[j].key,
-											   ranges, lengthof(ranges), &span);
-
-				add_lookup(out, g, ranges, nr, lengthof(ranges), &span);
+				placed[j].index = active[j];
+				amq_index_locate_lane(meta, &geom, i, hashes[active[j]], lane,
+									  &placed[j].page, &placed[j].key);
 			}
-			UnlockReleaseBuffer(buf);
-			while (j < n && placed[j].page == pg)
-				j++;
+			qsort(placed, nactive, sizeof(PlacedKey), placed_key_cmp);
+			j = 0;
+			while (j < nactive && !out->everywhere)
+			{
+				uint32		pg = placed[j].page;
+				Buffer		buf;
+				Page		page;
+
+				CHECK_FOR_INTERRUPTS();
+				buf = read_gen_page(index, g, i, pg);
+				page = BufferGetPage(buf);
+				for (; j < nactive && placed[j].page == pg && !out->everywhere; j++)
+				{
+					uint32		ranges[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
+					amq_rt_span span;
+					int			nr = amq_rt_lookup(&geom, &AmqIndexPageGetHeader(page)->table,
+												   AmqIndexPageGetSlots(page), placed[j].key,
+												   ranges, lengthof(ranges), &span);
+
+					add_lookup(out, &geom, g, ranges, nr, lengthof(ranges), &span);
+					/* a full lane: the key may have more in its next */
+					if (geom.lanes && nr >= AMQ_RT_MAX_RANGES)
+						active[next++] = placed[j].index;
+				}
+				UnlockReleaseBuffer(buf);
+				while (j < nactive && placed[j].page == pg)
+					j++;
+			}
+			nactive = next;
 		}
 	}
+	pfree(active);
 	pfree(placed);
 }
 
@@ -307,21 +391,31 @@ amq_index_probe(Relation index, const AmqIndexMeta *meta, uint64 hash,
 	for (i = 0; i < meta->ngens && !out->everywhere; i++)
 	{
 		const AmqIndexGen *g = &meta->gens[i];
-		uint32		ranges[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
-		amq_rt_span span;
-		uint32		pg;
-		amq_rt_key	key;
-		Buffer		buf;
-		Page		page;
-		int			n;
+		uint32		lane;
 
-		amq_index_locate(meta, &geom, i, hash, &pg, &key);
-		buf = read_gen_page(index, g, i, pg);
-		page = BufferGetPage(buf);
-		n = amq_rt_lookup(&geom, &AmqIndexPageGetHeader(page)->table,
-						  AmqIndexPageGetSlots(page), key, ranges, lengthof(ranges), &span);
-		UnlockReleaseBuffer(buf);
-		add_lookup(out, g, ranges, n, lengthof(ranges), &span);
+		for (lane = 0; lane < max_lanes(&geom) && !out->everywhere; lane++)
+		{
+			uint32		ranges[2 * AMQ_RT_BUCKET_SLOTS + AMQ_RT_STASH_SLOTS];
+			amq_rt_span span;
+			uint32		pg;
+			amq_rt_key	key;
+			Buffer		buf;
+			Page		page;
+			int			n;
+
+			if ((lane & 0x3F) == 0x3F)
+				CHECK_FOR_INTERRUPTS();
+			amq_index_locate_lane(meta, &geom, i, hash, lane, &pg, &key);
+			buf = read_gen_page(index, g, i, pg);
+			page = BufferGetPage(buf);
+			n = amq_rt_lookup(&geom, &AmqIndexPageGetHeader(page)->table,
+							  AmqIndexPageGetSlots(page), key, ranges, lengthof(ranges), &span);
+			UnlockReleaseBuffer(buf);
+			add_lookup(out, &geom, g, ranges, n, lengthof(ranges), &span);
+			/* a lane of fewer is the key's last */
+			if (n < AMQ_RT_MAX_RANGES)
+				break;
+		}
 	}
 }
 
@@ -502,10 +596,30 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	else
 	{
 		/* blocks past the table's end are skipped by the heap scan */
+		if (best.row_bits > 0)
+			amq_index_ranges_merge(&best, MaxBlockNumber);
 		for (i = 0; i < best.n; i++)
 		{
 			uint32		b;
 
+			if (best.classes != NULL && best.classes[i] != 0)
+			{
+				/* the rows of those classes, rechecked: offsets past the block's are none */
+				ItemPointerData tids[MaxHeapTuplesPerPage];
+				uint32		mask = (1u << best.row_bits) - 1;
+				int			ntids = 0;
+				OffsetNumber off;
+
+				for (off = FirstOffsetNumber; off <= MaxHeapTuplesPerPage; off++)
+					if (best.classes[i] & (1u << (off & mask)))
+					{
+						ItemPointerSet(&tids[ntids], best.first[i], off);
+						ntids++;
+					}
+				tbm_add_tuples(tbm, tids, ntids, true);
+				blocks++;
+				continue;
+			}
 			for (b = 0; b < best.len[i]; b++)
 				tbm_add_page(tbm, best.first[i] + b);
 			blocks += best.len[i];
@@ -668,6 +782,12 @@ lookup_shape(PlannerInfo *root, IndexOptInfo *index, Node *indexkey,
 	*ranges = correlation * correlation * clustered +
 		(1.0 - correlation * correlation) * scattered;
 	*everywhere = *ranges > AMQ_RT_MAX_RANGES ? 1.0 : 0.0;
+	/* with lanes, a value keeps its ranges to an eighth of the table's */
+	if (meta->version == AMQ_INDEX_VERSION_LANES)
+	{
+		*everywhere = *ranges > Max(nranges / 8.0, 1.0) ? 1.0 : 0.0;
+		return;
+	}
 	/*
 	 * With spans, such a value reads its span, its first range to its last:
 	 * the clustered rows', or the table for scattered ones (or "everywhere",
@@ -873,6 +993,11 @@ amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 
 	/* the metapage and a page per generation, for each key */
 	pages = 1 + meta.ngens;
+	/* with lanes, a page for each 4 of a key's ranges, as the build counted them */
+	if (meta.version == AMQ_INDEX_VERSION_LANES && (meta.flags & AMQ_INDEX_KEYS_COUNTED) &&
+		meta.build_keys > meta.build_everywhere)
+		pages += floor((double) meta.build_reads /
+					   (meta.build_keys - meta.build_everywhere) / AMQ_RT_MAX_RANGES);
 	get_tablespace_page_costs(index->reltablespace, &spc_random_page_cost, NULL);
 	*indexStartupCost = pages * spc_random_page_cost +
 		Max(nkeys, 1) * meta.ngens * cpu_operator_cost;
@@ -894,7 +1019,10 @@ amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	 * (a bitmap scan's index cost is paid at each of its loops).
 	 */
 	{
-		double		recheck = Min(blocks, heap_blocks) * (tuples / heap_blocks) -
+		/* with row classes, a block's rows of the key's class, about */
+		double		share = meta.gens[0].row_bits > 0 && blocks < heap_blocks ?
+			1.0 / (1 << meta.gens[0].row_bits) : 1.0;
+		double		recheck = Min(blocks, heap_blocks) * Max(tuples / heap_blocks * share, 1.0) -
 			*indexSelectivity * tuples;
 
 		if (recheck > 0.0)
