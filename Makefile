@@ -39,7 +39,7 @@ REGRESS = bloom_basic bloom_hashing bloom_agg bloom_io bloom_malformed \
 	cuckoo_parallel cuckoo_fpr identity collation_identity cuckoo_limits merge_once filter_equality \
 	slice_probe selectivity \
 	bloom_counting \
-	antijoin recipes filter_index index_trust index_ranges index_skip index_skip_rows index_costs index_bounds first_query index_candidates index_options index_filter sizeless overfill join_filter join_filter_why safety probe_cache create_clash
+	antijoin recipes filter_index index_trust index_ranges index_skip index_skip_rows index_costs index_lanes index_bounds first_query index_candidates index_options index_filter sizeless overfill join_filter join_filter_why safety probe_cache create_clash
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 # Concurrent sessions (specs/*.spec, run by pg_isolation_regress after the
 # suite above): what SERIALIZABLE promises still holds where the extension

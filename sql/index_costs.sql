@@ -52,7 +52,8 @@ CREATE INDEX ic_small_k ON ic_small USING amqfilter (k);
 -- entries alone ran out of room in pages (saturated: they answered
 -- "everywhere" for every key, a rate of 0.27 against 0.01).  The build
 -- fills the pages once without writing them, and makes the generation
--- larger while some would fill up.
+-- larger while some would fill up.  Their index has lanes (index_lanes):
+-- a key of 5 ranges keeps them all, none is "everywhere".
 CREATE TABLE ic_part (id int8, pk int8, pad text);
 INSERT INTO ic_part SELECT g, (hashint8(g) & 65535) % 23000, repeat('x', 20) FROM generate_series(1, 100000) g;
 CREATE INDEX ic_part_pk ON ic_part USING amqfilter (pk);
