@@ -61,6 +61,9 @@ q -c "CREATE EXTENSION amqfilter;
 	CREATE TABLE nometa (k int8);
 	CREATE TABLE oldformat (k int8);
 	CREATE TABLE format3 (k int8, pad text);
+	CREATE TABLE rowbits (k int8, pad text);
+	INSERT INTO rowbits SELECT hashint8(g) % 5000, repeat('x', 60) FROM generate_series(1, 50000) g;
+	CREATE INDEX rowbits_k ON rowbits USING amqfilter (k);
 	INSERT INTO format3 SELECT g, repeat('x', 100) FROM generate_series(1, 20000) g;
 	CREATE INDEX format3_k ON format3 USING amqfilter (k) WITH (pages_per_range = 1);
 	INSERT INTO oldformat SELECT g FROM generate_series(1, 2000) g;
@@ -78,6 +81,7 @@ lowered_file=$DATA/$(q -c "SELECT pg_relation_filepath('lowered_k')")
 nometa_file=$DATA/$(q -c "SELECT pg_relation_filepath('nometa_k')")
 oldformat_file=$DATA/$(q -c "SELECT pg_relation_filepath('oldformat_k')")
 format3_file=$DATA/$(q -c "SELECT pg_relation_filepath('format3_k')")
+rowbits_file=$DATA/$(q -c "SELECT pg_relation_filepath('rowbits_k')")
 [ "$(q -c "SELECT everywhere FROM amqfilter_index_info('format3_k')")" = 0 ] \
 	|| die "format3_k has a key in more than 4 ranges: it cannot pass for format 3"
 
@@ -91,6 +95,8 @@ dd if=/dev/zero of="$nometa_file" bs=8192 seek=0 count=1 conv=notrunc status=non
 # the metapage's version (bytes 28-31: after the page header and the magic) 2
 printf '\x02\x00\x00\x00' | dd of="$oldformat_file" bs=1 seek=28 conv=notrunc status=none
 printf '\x03\x00\x00\x00' | dd of="$format3_file" bs=1 seek=28 conv=notrunc status=none
+# generation 0's row classes (bytes 92-95: its fourth field) 9, past the most
+printf '\x09\x00\x00\x00' | dd of="$rowbits_file" bs=1 seek=92 conv=notrunc status=none
 as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$DATA" --log="$LOGFILE" --wait \
 	--timeout=60 start >/dev/null
 wait_until_ready
@@ -123,6 +129,8 @@ expect_state XX002 "nometa: INSERT" "INSERT INTO nometa VALUES (1)"
 expect_state XX002 "nometa: bloom_index_contains" "SELECT bloom_index_contains('nometa_k', 1::int8)"
 expect_state XX002 "nometa: amqfilter_index_info" "SELECT * FROM amqfilter_index_info('nometa_k')"
 expect_state XX002 "nometa: the planner's estimate" "EXPLAIN SELECT * FROM nometa WHERE k = 1"
+expect_state XX002 "rowbits: bloom_index_contains" "SELECT bloom_index_contains('rowbits_k', 1::int8)"
+expect_state XX002 "rowbits: INSERT" "INSERT INTO rowbits VALUES (1, 'x')"
 expect_state 0A000 "oldformat: INSERT" "INSERT INTO oldformat VALUES (1)"
 expect_state 0A000 "oldformat: bloom_index_contains" "SELECT bloom_index_contains('oldformat_k', 1::int8)"
 old_error=$("$PG_BIN/psql" -X -q -c "SELECT bloom_index_contains('oldformat_k', 1::int8)" 2>&1 || true)
