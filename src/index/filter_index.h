@@ -184,7 +184,9 @@ typedef struct AmqIndexMeta
 	int64		bound_lo;
 	int64		bound_hi;
 	uint32		bounds_kind;
-	uint32		unused2;		/* zero */
+	uint32		max_offset;		/* version 5: the greatest offset of a row it
+								 * holds, 0 unknown (a lookup of a row class
+								 * returns the class's offsets up to it) */
 	/*
 	 * With AMQ_INDEX_KEYS_COUNTED, in format 4: the ranges (of the build's
 	 * pages_per_range) the lookups of the build's keys that are not

@@ -375,6 +375,7 @@ typedef struct BuildState
 	int64		hi;
 	int			range_shift;	/* the pairs' ranges, >> it, are the index's */
 	uint32		row_bits;		/* the pairs' ranges' row class bits */
+	OffsetNumber max_offset;	/* the greatest offset of a row hashed */
 	Tuplesortstate *lane_sort;	/* format 5: lanes' pairs (index_build) */
 	uint32		span_limit;		/* the widest span a key keeps, in the
 								 * index's ranges (wider: "everywhere") */
@@ -425,6 +426,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 				(range << state->row_bits) |
 				(ItemPointerGetOffsetNumber(tid) & ((1u << state->row_bits) - 1));
 		tuplesort_putdatum(state->sort, Int64GetDatum(pair_of(hash, range)), false);
+		state->max_offset = Max(state->max_offset, ItemPointerGetOffsetNumber(tid));
 	}
 	state->values++;
 }
@@ -1081,6 +1083,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	state.hi = PG_INT64_MIN;
 	state.range_shift = 0;
 	state.row_bits = 0;
+	state.max_offset = 0;
 	state.lane_sort = NULL;
 	state.tmpcxt = AllocSetContextCreate(CurrentMemoryContext,
 										 "amqfilter index build",
@@ -1217,6 +1220,8 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		m->build_keys = keys;
 		m->build_everywhere = everywhere;
 		m->build_reads = reads;
+		if (lanes)
+			m->max_offset = Max(state.max_offset, FirstOffsetNumber);
 		m->flags |= AMQ_INDEX_KEYS_COUNTED;
 		if (state.hasher.bounds_kind != AMQ_BOUNDS_NONE)
 		{

@@ -542,6 +542,42 @@ widen_bounds(Relation index, int64 lo, int64 hi)
 	UnlockReleaseBuffer(metabuf);
 }
 
+/*
+ * Raises the metapage's max_offset (an index with lanes) to the greatest
+ * offset of the batch's rows, written before their rows can be seen, as
+ * the bounds: a lookup returns a row class's offsets up to it.
+ */
+static void
+widen_max_offset(Relation index, const BatchKey *keys, int nkeys)
+{
+	Buffer		metabuf;
+	AmqIndexMeta *meta;
+	GenericXLogState *state;
+	OffsetNumber max_offset = 0;
+	int			i;
+
+	for (i = 0; i < nkeys; i++)
+		max_offset = Max(max_offset, keys[i].offset);
+	metabuf = ReadBuffer(index, AMQ_INDEX_METAPAGE);
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	meta = AmqIndexPageGetMeta(BufferGetPage(metabuf));
+	if (meta->version != AMQ_INDEX_VERSION_LANES || meta->max_offset == 0 ||
+		max_offset <= meta->max_offset)
+	{
+		UnlockReleaseBuffer(metabuf);
+		return;
+	}
+	LockBuffer(metabuf, BUFFER_LOCK_UNLOCK);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	amq_index_check_meta(index, BufferGetPage(metabuf),
+						 AmqIndexPageGetMeta(BufferGetPage(metabuf)));
+	state = GenericXLogStart(index);
+	meta = AmqIndexPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	meta->max_offset = Max(meta->max_offset, max_offset);
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(metabuf);
+}
+
 /* Writes one batch, if its index is still there, and empties it. */
 static void
 flush_batch(Batch *b)
@@ -560,6 +596,7 @@ flush_batch(Batch *b)
 			write_keys(index, b->keys, b->nkeys);
 			if (b->lo <= b->hi)
 				widen_bounds(index, b->lo, b->hi);
+			widen_max_offset(index, b->keys, b->nkeys);
 		}
 		relation_close(index, RowExclusiveLock);
 	}

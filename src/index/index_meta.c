@@ -214,6 +214,8 @@ amq_index_check_meta(Relation index, Page page, const AmqIndexMeta *meta)
 		const AmqIndexGen *g = &meta->gens[i];
 
 		/* row classes only in format 5, of one-block ranges */
+		if (meta->max_offset > MaxHeapTuplesPerPage)
+			page_corrupted(index, AMQ_INDEX_METAPAGE, "Its greatest row offset is out of range.");
 		if (g->row_bits > AMQ_INDEX_MAX_ROW_BITS ||
 			(g->row_bits > 0 && (meta->version != AMQ_INDEX_VERSION_LANES ||
 								 g->pages_per_range != 1)))

@@ -595,6 +595,10 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	}
 	else
 	{
+		/* a row class's rows: no row the index holds is past max_offset */
+		OffsetNumber max_offset = meta.max_offset > 0 && meta.max_offset < MaxHeapTuplesPerPage ?
+			(OffsetNumber) meta.max_offset : MaxHeapTuplesPerPage;
+
 		/* blocks past the table's end are skipped by the heap scan */
 		if (best.row_bits > 0)
 			amq_index_ranges_merge(&best, MaxBlockNumber);
@@ -610,7 +614,7 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 				int			ntids = 0;
 				OffsetNumber off;
 
-				for (off = FirstOffsetNumber; off <= MaxHeapTuplesPerPage; off++)
+				for (off = FirstOffsetNumber; off <= max_offset; off++)
 					if (best.classes[i] & (1u << (off & mask)))
 					{
 						ItemPointerSet(&tids[ntids], best.first[i], off);
