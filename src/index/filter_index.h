@@ -341,7 +341,8 @@ extern void amq_index_ranges_merge(AmqIndexRanges *r, BlockNumber limit);
 extern bool amq_index_may_contain(Relation index, const AmqIndexMeta *meta,
 								  uint64 hash);
 extern void amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
-								 const uint64 *hashes, int n, AmqIndexRanges *out);
+								 const uint64 *hashes, int n, bool presence,
+								 AmqIndexRanges *out);
 extern void amq_index_probe(Relation index, const AmqIndexMeta *meta,
 							uint64 hash, AmqIndexRanges *out);
 extern void amq_index_probe_array(Relation index, const AmqIndexMeta *meta,
@@ -349,8 +350,8 @@ extern void amq_index_probe_array(Relation index, const AmqIndexMeta *meta,
 								  ArrayType *array, AmqIndexRanges *out);
 extern bool amq_index_may_probe(PlannerInfo *root, RangeTblEntry *rte, Oid relid);
 extern bool amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
-									   Snapshot snapshot, AmqIndexRanges *out,
-									   BlockNumber *heap_blocks);
+									   Snapshot snapshot, bool presence,
+									   AmqIndexRanges *out, BlockNumber *heap_blocks);
 extern IndexScanDesc amq_index_beginscan(Relation index, int nkeys, int norderbys);
 extern void amq_index_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 							 ScanKey orderbys, int norderbys);

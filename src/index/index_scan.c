@@ -306,11 +306,13 @@ max_lanes(const amq_rt_geom *geom)
  * out->everywhere.  The keys of a generation are sorted by the page they go
  * to, and each page is read once: n keys cost n hashes and a read of at most
  * every page, where n probes would read n pages.  With lanes, so for each
- * lane, of the keys whose lane before was full.
+ * lane, of the keys whose lane before was full; with presence, only their
+ * first lanes, which every key the index holds has an entry in: the ranges
+ * are then some of those that may hold them, none only if none may.
  */
 void
 amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
-					 const uint64 *hashes, int n, AmqIndexRanges *out)
+					 const uint64 *hashes, int n, bool presence, AmqIndexRanges *out)
 {
 	amq_rt_geom geom;
 	PlacedKey  *placed;
@@ -331,7 +333,8 @@ amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
 
 		for (j = 0; j < n; j++)
 			active[j] = j;
-		for (lane = 0; lane < max_lanes(&geom) && nactive > 0 && !out->everywhere; lane++)
+		for (lane = 0; lane < (presence ? 1 : max_lanes(&geom)) && nactive > 0 &&
+			 !out->everywhere; lane++)
 		{
 			int			next = 0;
 

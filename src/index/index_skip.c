@@ -1294,13 +1294,16 @@ amq_index_for_column(Oid relid, AttrNumber attno, Oid collation)
  * each index page they go to once (amq_index_probe_many) and hashes every
  * key, about what checking a few rows costs, so it is made only while keys
  * times generations stay within AMQ_SKIP_KEYS_PER_BLOCK times the table's
- * blocks.
+ * blocks.  With presence, only whether some value may be there (none:
+ * out has no range), which costs a page a key and generation whatever the
+ * ranges of the keys (amq_index_probe_many).
  */
 #define AMQ_SKIP_KEYS_PER_BLOCK 16
 
 bool
 amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
-						   Snapshot snapshot, AmqIndexRanges *out, BlockNumber *heap_blocks)
+						   Snapshot snapshot, bool presence, AmqIndexRanges *out,
+						   BlockNumber *heap_blocks)
 {
 	Relation	index = index_open(indexoid, AccessShareLock);
 	AmqIndexHasher hasher;
@@ -1337,7 +1340,7 @@ amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
 		index_close(index, NoLock);
 		return false;
 	}
-	amq_index_probe_many(index, &meta, hashes, m, out);
+	amq_index_probe_many(index, &meta, hashes, m, presence, out);
 	pfree(hashes);
 	index_close(index, NoLock);
 	amq_index_ranges_merge(out, *heap_blocks);

@@ -1084,9 +1084,15 @@ probe_skips(JoinFilterState *node)
 		filter->shared != NULL || !filter->keep_values || filter->values_off)
 		return false;
 	node->scans_asked++;
+	/*
+	 * Only a sequential scan reads the ranges; for any other child (a
+	 * nested loop's index scan, asked at each loop), whether a key may be
+	 * there is all that counts: a key of many ranges has many lanes.
+	 */
 	if (!amq_index_ranges_of_values(node->spec.skip_index, filter->value_type,
 									filter->values, filter->nvalues,
-									node->css.ss.ps.state->es_snapshot, &ranges, &heap_blocks) ||
+									node->css.ss.ps.state->es_snapshot,
+									!IsA(node->child, SeqScanState), &ranges, &heap_blocks) ||
 		ranges.everywhere)
 		return false;
 	if (ranges.n == 0)
