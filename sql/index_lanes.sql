@@ -1,7 +1,7 @@
 --
 -- Lanes (index format 5): a value whose rows are scattered over the table
 -- (a fact's part key, 5 rows each; a supplier's, about 100) keeps every
--- block range it is in, 4 to a lane, and with one block a range, its rows'
+-- block range it is in, 2 to a lane, and with one block a range, its rows'
 -- classes (offset mod 16): a lookup reads its blocks, and of each about one
 -- row in 16.  Before, such a value was "everywhere" (a lookup read the
 -- table) and the planner left the index alone.

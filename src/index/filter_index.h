@@ -58,15 +58,21 @@
 #define AMQ_INDEX_VERSION		4
 #define AMQ_INDEX_VERSION_NO_SPANS	3
 /*
- * 5: lanes (core/amq_range_table.h): a key keeps every range it is in, 4 to
+ * 5: lanes (core/amq_range_table.h): a key keeps every range it is in, 2 to
  * a lane, its lanes in pages its hash picks one after the other, and its
  * rows' classes (their offsets modulo 2^row_bits) where a range holds one
  * row of it.  A build writes it for a table whose values are scattered,
  * where a span would read most of the table (index_build.c).
  */
 #define AMQ_INDEX_VERSION_LANES	5
+/*
+ * a lane's entries: a lane is one key's place in a page (core/amq_range_
+ * table.h), and places of 4 entries each fill a page to 60% before one
+ * runs out of room, of 2 to 89%, of 1 to 98% (lanes of 3: 73%)
+ */
+#define AMQ_INDEX_LANE_ENTRIES	2
 /* the lanes a key may have in a generation; past them it is "everywhere" */
-#define AMQ_INDEX_MAX_LANES		1024
+#define AMQ_INDEX_MAX_LANES		2048
 /* the most row class bits of a generation (32 classes) */
 #define AMQ_INDEX_MAX_ROW_BITS	5
 #define AMQ_INDEX_METAPAGE		0

@@ -889,7 +889,7 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 
 /*
  * With lanes: a key's entries, one a range, into the lanes' sort: its
- * ranges in order, 4 to a lane; or one "everywhere" in its first lane
+ * ranges in order, AMQ_INDEX_LANE_ENTRIES to a lane; or one "everywhere" in its first lane
  * when it has more than the limit, or a row past the ranges numbered.  A
  * range of one row class of the key is that class's entry; of more, the
  * whole range's.  Returns the entries.
@@ -918,7 +918,7 @@ put_lane_run(BuildState *state, uint64 hash, const uint32 *ranges, const uint32 
 				(ranges[i] << state->row_bits) | pg_rightmost_one_pos32(classes[i]) :
 				whole | ranges[i];
 		tuplesort_putdatum(state->lane_sort,
-						   Int64GetDatum(pair_of(lane_hash(hash, (uint32) (i / AMQ_RT_MAX_RANGES)),
+						   Int64GetDatum(pair_of(lane_hash(hash, (uint32) (i / AMQ_INDEX_LANE_ENTRIES)),
 												 entry)),
 						   false);
 	}
@@ -1126,7 +1126,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	shapes.table_ranges = Max(ceil((double) RelationGetNumberOfBlocks(heap) /
 								   state.gen.pages_per_range), 1.0);
 	shapes.lane_limit = Min(span_limit(shapes.table_ranges),
-							(uint64) AMQ_INDEX_MAX_LANES * AMQ_RT_MAX_RANGES);
+							(uint64) AMQ_INDEX_MAX_LANES * AMQ_INDEX_LANE_ENTRIES);
 	shapes.n = 1;
 	if (amq_index_option_pages_per_range(index) == 0)
 		while (shapes.n < AMQ_BUILD_SHAPES &&

@@ -279,7 +279,7 @@ sort_by_page(const Placed *keys, int n, uint32 npages, Placed *out)
 /*
  * With lanes, what a page does with a key: nothing (it answers the key's
  * range), add its entry, or send it to its next lane (its lane here holds
- * AMQ_RT_MAX_RANGES of its fingerprint's entries, which a lookup takes to
+ * AMQ_INDEX_LANE_ENTRIES of its fingerprint's entries, which a lookup takes to
  * mean that there may be more in the next).  Counts only grow (but for an
  * "everywhere", after which a lookup reads no further), so a key never
  * has an entry in a lane whose lane before is not full.  Without lanes:
@@ -306,7 +306,7 @@ lane_step(const amq_rt_geom *geom, Page page, const Placed *key)
 		return LANE_ADD;
 	n = amq_rt_lookup(geom, &hdr->table, AmqIndexPageGetSlots(page), key->key, ranges,
 					  lengthof(ranges), &span);
-	return n >= AMQ_RT_MAX_RANGES ? LANE_NEXT : LANE_ADD;
+	return n >= AMQ_INDEX_LANE_ENTRIES ? LANE_NEXT : LANE_ADD;
 }
 
 /*

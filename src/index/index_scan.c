@@ -365,7 +365,7 @@ amq_index_probe_many(Relation index, const AmqIndexMeta *meta,
 
 					add_lookup(out, &geom, g, ranges, nr, lengthof(ranges), &span);
 					/* a full lane: the key may have more in its next */
-					if (geom.lanes && nr >= AMQ_RT_MAX_RANGES)
+					if (geom.lanes && nr >= AMQ_INDEX_LANE_ENTRIES)
 						active[next++] = placed[j].index;
 				}
 				UnlockReleaseBuffer(buf);
@@ -416,7 +416,7 @@ amq_index_probe(Relation index, const AmqIndexMeta *meta, uint64 hash,
 			UnlockReleaseBuffer(buf);
 			add_lookup(out, &geom, g, ranges, n, lengthof(ranges), &span);
 			/* a lane of fewer is the key's last */
-			if (n < AMQ_RT_MAX_RANGES)
+			if (!geom.lanes || n < AMQ_INDEX_LANE_ENTRIES)
 				break;
 		}
 	}
@@ -1000,11 +1000,11 @@ amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 
 	/* the metapage and a page per generation, for each key */
 	pages = 1 + meta.ngens;
-	/* with lanes, a page for each 4 of a key's ranges, as the build counted them */
+	/* with lanes, a page for each lane of a key's ranges, as the build counted them */
 	if (meta.version == AMQ_INDEX_VERSION_LANES && (meta.flags & AMQ_INDEX_KEYS_COUNTED) &&
 		meta.build_keys > meta.build_everywhere)
 		pages += floor((double) meta.build_reads /
-					   (meta.build_keys - meta.build_everywhere) / AMQ_RT_MAX_RANGES);
+					   (meta.build_keys - meta.build_everywhere) / AMQ_INDEX_LANE_ENTRIES);
 	get_tablespace_page_costs(index->reltablespace, &spc_random_page_cost, NULL);
 	*indexStartupCost = pages * spc_random_page_cost +
 		Max(nkeys, 1) * meta.ngens * cpu_operator_cost;
