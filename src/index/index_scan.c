@@ -42,6 +42,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/tidbitmap.h"
+#include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "pgstat.h"
@@ -1005,6 +1006,15 @@ amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 		meta.build_keys > meta.build_everywhere)
 		pages += floor((double) meta.build_reads /
 					   (meta.build_keys - meta.build_everywhere) / AMQ_INDEX_LANE_ENTRIES);
+
+	/*
+	 * Pages read again by the loops of a nested loop are mostly in cache, as
+	 * a btree's are costed (genericcostestimate): the pages the loops fetch
+	 * from an index of index->pages, shared among them.
+	 */
+	if (loop_count > 1.0)
+		pages = index_pages_fetched(pages * loop_count, index->pages,
+									(double) index->pages, root) / loop_count;
 	get_tablespace_page_costs(index->reltablespace, &spc_random_page_cost, NULL);
 	*indexStartupCost = pages * spc_random_page_cost +
 		Max(nkeys, 1) * meta.ngens * cpu_operator_cost;
