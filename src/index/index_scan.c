@@ -471,6 +471,8 @@ typedef struct ScanOpaque
 	int			nhashers;
 	ScanHasher	hashers[4];
 	AmqIndexHasher spare;		/* a fifth type's, for the moment */
+	bool		have_meta;		/* meta read by the scan's first bitmap */
+	AmqIndexMeta meta;
 } ScanOpaque;
 
 static const AmqIndexHasher *
@@ -551,7 +553,8 @@ key_ranges(IndexScanDesc scan, const AmqIndexMeta *meta, ScanKey key,
 int64
 amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
-	AmqIndexMeta meta;
+	ScanOpaque *so = (ScanOpaque *) scan->opaque;
+	const AmqIndexMeta *meta;
 	AmqIndexRanges best;
 	int64		blocks = 0;
 	int			i;
@@ -559,9 +562,21 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	/* one search, as pg_stat_user_indexes and EXPLAIN count them */
 	pgstat_count_index_scan(scan->indexRelation);
 	amq_explain_index_search(scan);
-	/* this backend's own inserts first (index_insert.c) */
-	amq_index_flush(RelationGetRelid(scan->indexRelation));
-	amq_index_read_meta(scan->indexRelation, &meta);
+
+	/*
+	 * This backend's own inserts first (index_insert.c), and the metapage,
+	 * once a scan: a nested loop's later loops see no row its snapshot did
+	 * not (a row written since, by this backend too, is past it), and a
+	 * copy read after the snapshot holds every generation of the rows it
+	 * sees.
+	 */
+	if (!so->have_meta)
+	{
+		amq_index_flush(RelationGetRelid(scan->indexRelation));
+		amq_index_read_meta(scan->indexRelation, &so->meta);
+		so->have_meta = true;
+	}
+	meta = &so->meta;
 	memset(&best, 0, sizeof(best));
 	best.everywhere = true;
 	for (i = 0; i < scan->numberOfKeys; i++)
@@ -569,7 +584,7 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 		AmqIndexRanges r;
 
 		memset(&r, 0, sizeof(r));
-		key_ranges(scan, &meta, &scan->keyData[i], &r);
+		key_ranges(scan, meta, &scan->keyData[i], &r);
 		if (!r.everywhere && r.n == 0)
 			return 0;			/* no row matches this key */
 		if (best.everywhere ||
@@ -600,8 +615,8 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	else
 	{
 		/* a row class's rows: no row the index holds is past max_offset */
-		OffsetNumber max_offset = meta.max_offset > 0 && meta.max_offset < MaxHeapTuplesPerPage ?
-			(OffsetNumber) meta.max_offset : MaxHeapTuplesPerPage;
+		OffsetNumber max_offset = meta->max_offset > 0 && meta->max_offset < MaxHeapTuplesPerPage ?
+			(OffsetNumber) meta->max_offset : MaxHeapTuplesPerPage;
 
 		/* blocks past the table's end are skipped by the heap scan */
 		if (best.row_bits > 0)

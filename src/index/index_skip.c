@@ -991,7 +991,20 @@ typedef struct SkipChild
 	AmqIndexHasher hasher;
 	bool		have_hasher;
 	bool		active;			/* scanned in this scan */
+	int64		probes;			/* its probes at scans, and of them */
+	int64		ruled_out;		/* those that ruled the value out */
 } SkipChild;
+
+/*
+ * A child that is a bitmap scan of its index probes the index itself at
+ * each scan, and gets no rows for a value it rules out: a probe before it
+ * pays only where it saves the scan's start, which a nested loop whose
+ * values are nearly all there (a fact's part keys, in every partition)
+ * never does.  Past SKIP_TRIAL probes that ruled out fewer than one in
+ * SKIP_WORTH, such a child is no longer probed.
+ */
+#define SKIP_TRIAL		128
+#define SKIP_WORTH		8
 
 typedef struct SkipAppendState
 {
@@ -1123,12 +1136,16 @@ decide(SkipAppendState *st)
 		SkipChild  *child = &st->children[i];
 
 		child->active = child->ps != NULL;
-		if (child->active && child->kind == SKIP_RESCAN)
+		if (child->active && child->kind == SKIP_RESCAN &&
+			!(IsA(child->plan, BitmapHeapScan) && child->probes >= SKIP_TRIAL &&
+			  child->ruled_out * SKIP_WORTH < child->probes))
 		{
 			st->scans++;
+			child->probes++;
 			if (!child_may_hold(st, child))
 			{
 				child->active = false;
+				child->ruled_out++;
 				st->skipped++;
 			}
 		}
