@@ -1065,7 +1065,7 @@ probe_decide(JoinFilterState *node)
  * probe-side row before it builds: that row passes, and the rest of its
  * table may still be skipped), when the keys were kept.
  */
-static void probe_read_ranges(JoinFilterState *node, const AmqIndexRanges *ranges,
+static void probe_read_ranges(JoinFilterState *node, AmqIndexRanges *ranges,
 							  BlockNumber heap_blocks);
 static void start_range(JoinFilterState *node);
 
@@ -1114,8 +1114,38 @@ probe_skips(JoinFilterState *node)
  * every range has no key of the build side (the index has an entry for
  * each value and range its rows are in).
  */
+/*
+ * Joins ranges (sorted, apart) fewer than RANGE_GAP blocks apart: a scan
+ * starts again at each range, which costs more than reading a few blocks
+ * (values with lanes return a range a block: on SSB Q2.2, 1,600 parts'
+ * 5,000 blocks of a partition of 11,000 were 5,000 starts, 10 times the
+ * scan of the partition).
+ */
+#define RANGE_GAP	32
+
 static void
-probe_read_ranges(JoinFilterState *node, const AmqIndexRanges *ranges,
+coalesce_ranges(AmqIndexRanges *ranges)
+{
+	int			m = 0;
+	int			i;
+
+	for (i = 0; i < ranges->n; i++)
+	{
+		if (m > 0 &&
+			(uint64) ranges->first[i] < (uint64) ranges->first[m - 1] + ranges->len[m - 1] + RANGE_GAP)
+		{
+			ranges->len[m - 1] = ranges->first[i] + ranges->len[i] - ranges->first[m - 1];
+			continue;
+		}
+		ranges->first[m] = ranges->first[i];
+		ranges->len[m] = ranges->len[i];
+		m++;
+	}
+	ranges->n = m;
+}
+
+static void
+probe_read_ranges(JoinFilterState *node, AmqIndexRanges *ranges,
 				  BlockNumber heap_blocks)
 {
 	SeqScanState *seq = (SeqScanState *) node->child;
@@ -1141,6 +1171,7 @@ probe_read_ranges(JoinFilterState *node, const AmqIndexRanges *ranges,
 	rel = seq->ss.ss_currentRelation;
 	if (rel->rd_tableam != GetHeapamTableAmRoutine())
 		return;
+	coalesce_ranges(ranges);
 	for (i = 0; i < ranges->n; i++)
 		blocks += ranges->len[i];
 	if (blocks * 2 > (int64) heap_blocks)
