@@ -139,6 +139,7 @@ typedef struct JoinFilter
 	int			nvalues;
 	int			maxvalues;
 	bool		values_off;		/* more than JOIN_SKIP_MAX_KEYS */
+	int64		builds;			/* builds begun: which one the keys are of */
 	/* the bloom value for foreign scans (join_filter_remote.c), if shipped */
 	ParamExecData *remote;		/* its slot, or NULL */
 	AmqHasher	remote_hasher;	/* how a bloom value hashes the key */
@@ -178,6 +179,9 @@ typedef struct JoinFilterState
 	int			skip_keys;		/* the keys the index ruled out, if skipped */
 	int64		scans_skipped;	/* over every scan */
 	int64		scans_asked;
+	/* whether the table may hold a key, asked for the keys of this build */
+	int64		may_hold_build;	/* 0: not asked */
+	bool		may_hold;
 	/* a scan limited to the ranges that may hold a key (probe_read_ranges) */
 	AmqIndexRanges ranges;		/* n = 0: not limited */
 	int			next_range;
@@ -416,6 +420,7 @@ filter_reset(JoinFilter *filter)
 {
 	MemoryContextReset(filter->cxt);
 	filter->status = JOIN_FILTER_COLLECTING;
+	filter->builds++;
 	filter->hashes = NULL;
 	filter->nhashes = 0;
 	filter->maxhashes = 0;
@@ -1084,15 +1089,37 @@ probe_skips(JoinFilterState *node)
 		filter->shared != NULL || !filter->keep_values || filter->values_off)
 		return false;
 	node->scans_asked++;
+
 	/*
-	 * Only a sequential scan reads the ranges; for any other child (a
-	 * nested loop's index scan, asked at each loop), whether a key may be
-	 * there is all that counts: a key of many ranges has many lanes.
+	 * Only a sequential scan reads the ranges; any other child (a nested
+	 * loop's inner index scan, asked at each loop) asks whether a key may
+	 * be there, which a value's first lane answers, and which is the same
+	 * at every loop for the keys of one build: the scan sees no row its
+	 * snapshot did not.
 	 */
+	if (!IsA(node->child, SeqScanState))
+	{
+		if (node->may_hold_build != filter->builds)
+		{
+			node->may_hold = !amq_index_ranges_of_values(node->spec.skip_index,
+														 filter->value_type,
+														 filter->values, filter->nvalues,
+														 node->css.ss.ps.state->es_snapshot,
+														 true, &ranges, &heap_blocks) ||
+				ranges.everywhere || ranges.n > 0;
+			node->may_hold_build = filter->builds;
+		}
+		if (node->may_hold)
+			return false;
+		node->skipped = true;
+		node->skip_keys = filter->nvalues;
+		node->scans_skipped++;
+		return true;
+	}
 	if (!amq_index_ranges_of_values(node->spec.skip_index, filter->value_type,
 									filter->values, filter->nvalues,
 									node->css.ss.ps.state->es_snapshot,
-									!IsA(node->child, SeqScanState), &ranges, &heap_blocks) ||
+									false, &ranges, &heap_blocks) ||
 		ranges.everywhere)
 		return false;
 	if (ranges.n == 0)
@@ -1106,14 +1133,6 @@ probe_skips(JoinFilterState *node)
 	return false;
 }
 
-/*
- * Reads only the block ranges that may hold a key, when the table under the
- * node is a heap read by a sequential scan that has not started, and the
- * ranges cover at most half of it: the scan is limited to one range, and
- * started again for the next when it ends (child_next).  A row outside
- * every range has no key of the build side (the index has an entry for
- * each value and range its rows are in).
- */
 /*
  * Joins ranges (sorted, apart) fewer than RANGE_GAP blocks apart: a scan
  * starts again at each range, which costs more than reading a few blocks
@@ -1144,6 +1163,14 @@ coalesce_ranges(AmqIndexRanges *ranges)
 	ranges->n = m;
 }
 
+/*
+ * Reads only the block ranges that may hold a key, when the table under the
+ * node is a heap read by a sequential scan that has not started, and the
+ * ranges cover at most half of it: the scan is limited to one range, and
+ * started again for the next when it ends (child_next).  A row outside
+ * every range has no key of the build side (the index has an entry for
+ * each value and range its rows are in).
+ */
 static void
 probe_read_ranges(JoinFilterState *node, AmqIndexRanges *ranges,
 				  BlockNumber heap_blocks)
