@@ -1310,8 +1310,9 @@ amq_index_for_column(Oid relid, AttrNumber attno, Oid collation)
  * probes would cost more than reading the table: a probe of many keys reads
  * each index page they go to once (amq_index_probe_many) and hashes every
  * key, about what checking a few rows costs, so it is made only while keys
- * times generations stay within AMQ_SKIP_KEYS_PER_BLOCK times the table's
- * blocks.  With presence, only whether some value may be there (none:
+ * times generations (and lanes a key, with lanes) stay within
+ * AMQ_SKIP_KEYS_PER_BLOCK times the table's blocks.  With presence, only
+ * whether some value may be there (none:
  * out has no range), which costs a page a key and generation whatever the
  * ranges of the keys (amq_index_probe_many).
  */
@@ -1326,6 +1327,7 @@ amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
 	AmqIndexHasher hasher;
 	AmqIndexMeta meta;
 	uint64	   *hashes;
+	double		lanes = 1.0;
 	int			i;
 	int			m;
 
@@ -1351,7 +1353,12 @@ amq_index_ranges_of_values(Oid indexoid, Oid type, const Datum *values, int n,
 	for (i = 0, m = 0; i < n; i++)
 		if (!amq_index_out_of_bounds(&meta, &hasher, values[i]))
 			hashes[m++] = amq_index_hash(&hasher, meta.seed, values[i]);
-	if ((double) m * meta.ngens > (double) AMQ_SKIP_KEYS_PER_BLOCK * *heap_blocks)
+	/* with lanes, a key's ranges cost a page a lane (its first only for presence) */
+	if (!presence && meta.version == AMQ_INDEX_VERSION_LANES &&
+		(meta.flags & AMQ_INDEX_KEYS_COUNTED) && meta.build_keys > meta.build_everywhere)
+		lanes = 1.0 + (double) meta.build_reads /
+			(meta.build_keys - meta.build_everywhere) / AMQ_INDEX_LANE_ENTRIES;
+	if ((double) m * meta.ngens * lanes > (double) AMQ_SKIP_KEYS_PER_BLOCK * *heap_blocks)
 	{
 		pfree(hashes);
 		index_close(index, NoLock);
