@@ -807,6 +807,27 @@ add_run(BuildState *state, Page page, amq_rt_key key, const uint32 *ranges, int 
 }
 
 /*
+ * The page being filled, *cur, and those after it before upto are done:
+ * counted if saturated, written when index is given, and the page emptied
+ * for the next.
+ */
+static void
+finish_pages(char *page, const AmqIndexGen *gen, Relation index, uint32 *cur, uint32 upto,
+			 uint32 *saturated)
+{
+	while (*cur < upto)
+	{
+		if (AmqIndexPageGetHeader(page)->table.flags & AMQ_RT_SATURATED)
+			(*saturated)++;
+		if (index)
+			amq_index_write_new_page(index, gen->first + *cur, page);
+		amq_index_init_page(page, 0);
+		(*cur)++;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * Fills the pages of the build's generation (meta->gens[0]) from the sorted
  * pairs, a key's run of ranges at a time, and writes them when index is
  * given; else only counts them.  Returns the pages that ran out of room
@@ -841,16 +862,7 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 		if (started && (!more || hash != run_hash))
 		{
 			/* the run ends: the pages before its page are done */
-			while (cur < run_page)
-			{
-				if (AmqIndexPageGetHeader(page.data)->table.flags & AMQ_RT_SATURATED)
-					saturated++;
-				if (index)
-					amq_index_write_new_page(index, gen->first + cur, page.data);
-				amq_index_init_page(page.data, 0);
-				cur++;
-				CHECK_FOR_INTERRUPTS();
-			}
+			finish_pages(page.data, gen, index, &cur, run_page, &saturated);
 			amq_index_page_make_whole(page.data);
 			add_run(state, page.data, run_key, ranges, nranges, last, nall, added);
 			nranges = 0;
@@ -876,14 +888,7 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 		memmove(last, last + 1, sizeof(uint32) * (AMQ_BUILD_ENDS - 1));
 		last[AMQ_BUILD_ENDS - 1] = range;
 	} while (more);
-	for (; cur < gen->npages; cur++)
-	{
-		if (AmqIndexPageGetHeader(page.data)->table.flags & AMQ_RT_SATURATED)
-			saturated++;
-		if (index)
-			amq_index_write_new_page(index, gen->first + cur, page.data);
-		amq_index_init_page(page.data, 0);
-	}
+	finish_pages(page.data, gen, index, &cur, gen->npages, &saturated);
 	return saturated;
 }
 
@@ -1022,16 +1027,7 @@ fill_lane_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uin
 		if (more)
 			amq_index_locate(meta, &geom, 0, hash, &pg, &key);
 		/* the pages before this entry's are done */
-		while (cur < pg && cur < gen->npages)
-		{
-			if (AmqIndexPageGetHeader(page.data)->table.flags & AMQ_RT_SATURATED)
-				saturated++;
-			if (index)
-				amq_index_write_new_page(index, gen->first + cur, page.data);
-			amq_index_init_page(page.data, 0);
-			cur++;
-			CHECK_FOR_INTERRUPTS();
-		}
+		finish_pages(page.data, gen, index, &cur, Min(pg, gen->npages), &saturated);
 		if (!more)
 			break;
 		amq_index_page_make_whole(page.data);
