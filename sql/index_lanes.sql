@@ -96,6 +96,28 @@ SELECT (SELECT sum(id) FROM il WHERE part IN (1, 37, 4242, 19999)) AS through_in
 	   (SELECT sum(id) FROM il WHERE part + 0 IN (1, 37, 4242, 19999)) AS through_table;
 RESET enable_seqscan;
 
+-- Rows written after the build at offsets past every offset it saw (wide
+-- rows, then narrow ones of the same values, few enough to stay in the
+-- build's generation, which has the row classes): a lookup returns a row
+-- class's offsets up to the metapage's greatest, which the writes raise
+CREATE TABLE il_off (id int8, k int4, pad text);
+INSERT INTO il_off SELECT g, (hashint8(g) & 65535) % 4000, repeat('w', 600)
+  FROM generate_series(1, 20000) g;
+CREATE INDEX il_off_k ON il_off USING amqfilter (k);
+SELECT max((ctid::text::point)[1]) < 20 AS few_a_block FROM il_off;
+INSERT INTO il_off SELECT g, (hashint8(g) & 65535) % 4000, ''
+  FROM generate_series(20001, 21500) g;
+SELECT max((ctid::text::point)[1]) > 50 AS many_a_block FROM il_off;
+SET enable_seqscan = off;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM generate_series(0, 3999) v JOIN il_off ON il_off.k = v;
+SELECT count(*) AS through_index FROM generate_series(0, 3999) v JOIN il_off ON il_off.k = v;
+SELECT generations FROM amqfilter_index_info('il_off_k');
+RESET enable_seqscan;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+
 -- A value past an eighth of the table's blocks is "everywhere"
 CREATE TABLE il_wide (id int8, k int4, pad text);
 INSERT INTO il_wide SELECT g, CASE WHEN g % 3 = 0 THEN 0 ELSE (hashint8(g) & 65535) % 20000 END,
@@ -105,4 +127,4 @@ CREATE INDEX il_wide_k ON il_wide USING amqfilter (k);
 SELECT everywhere FROM amqfilter_index_info('il_wide_k');
 SELECT count(*) FILTER (WHERE NOT bloom_index_contains('il_wide_k', k)) AS missed FROM il_wide;
 
-DROP TABLE il, il_few, il_wide;
+DROP TABLE il, il_few, il_wide, il_off;

@@ -70,10 +70,10 @@ typedef struct amq_rt_page
  * are numbered with the bits below it.
  *
  * With lanes, a page never turns a key's entries into a span or
- * "everywhere" on its own: the caller keeps at most AMQ_RT_MAX_RANGES of a
- * key's entries in a page and puts the rest in the key's next lane (another
- * place, in another page, that the caller derives from the key), and
- * adds "everywhere" itself.  The top bit of a range (amq_rt_whole_bit)
+ * "everywhere" on its own: the caller decides how many of a key's entries
+ * a page keeps and puts the rest in the key's next lane (another place, in
+ * another page, that the caller derives from the key), and adds
+ * "everywhere" itself.  The top bit of a range (amq_rt_whole_bit)
  * then marks a whole range, and a range without it is, with row_bits
  * above 0, a range's row class: (range << row_bits) | class, where a row's
  * class is its line pointer's offset modulo 2^row_bits.  A whole range's

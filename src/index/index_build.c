@@ -415,19 +415,12 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(state->tmpcxt);
-	{
-		uint32		range = amq_index_range_of(&state->geom, &state->gen,
-											   ItemPointerGetBlockNumber(tid));
-
-		/* the row's class below its range, for an index with lanes */
-		if (state->row_bits > 0 && range != amq_rt_everywhere(&state->geom))
-			range = ((uint64) range << state->row_bits) >= amq_rt_ranges(&state->geom) ?
-				amq_rt_everywhere(&state->geom) :
-				(range << state->row_bits) |
-				(ItemPointerGetOffsetNumber(tid) & ((1u << state->row_bits) - 1));
-		tuplesort_putdatum(state->sort, Int64GetDatum(pair_of(hash, range)), false);
-		state->max_offset = Max(state->max_offset, ItemPointerGetOffsetNumber(tid));
-	}
+	/* its range, with the row's class below it (state->gen.row_bits) */
+	tuplesort_putdatum(state->sort,
+					   Int64GetDatum(pair_of(hash,
+											 amq_index_entry_of(&state->geom, &state->gen, tid))),
+					   false);
+	state->max_offset = Max(state->max_offset, ItemPointerGetOffsetNumber(tid));
 	state->values++;
 }
 
@@ -735,8 +728,8 @@ shapes_best(const BuildShapes *sh, double p, double *cost_out)
  * half of what the best size of range reads with spans (best_cost), in a
  * table of more ranges than a few keys' entries.  Those are tables of
  * scattered values (a fact's foreign keys: a part's rows in a few blocks
- * far apart), which spans keep as "everywhere"; a lane holds 4 of a key's
- * ranges, so such an index takes about an entry a row.
+ * far apart), which spans keep as "everywhere"; such an index takes about
+ * an entry a row.
  */
 static bool
 shapes_lanes(const BuildShapes *sh, double p, double best_cost)
@@ -894,10 +887,10 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
 
 /*
  * With lanes: a key's entries, one a range, into the lanes' sort: its
- * ranges in order, AMQ_INDEX_LANE_ENTRIES to a lane; or one "everywhere" in its first lane
- * when it has more than the limit, or a row past the ranges numbered.  A
- * range of one row class of the key is that class's entry; of more, the
- * whole range's.  Returns the entries.
+ * ranges in order, AMQ_INDEX_LANE_ENTRIES to a lane; or one "everywhere"
+ * in its first lane when it has more than the limit, or a row past the
+ * ranges numbered.  A range of one row class of the key is that class's
+ * entry; of more, the whole range's.  Returns the entries.
  */
 static uint64
 put_lane_run(BuildState *state, uint64 hash, const uint32 *ranges, const uint32 *classes,
@@ -1103,6 +1096,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 			   (((uint64) Max(RelationGetNumberOfBlocks(heap), 1) * AMQ_INDEX_ROW_HEADROOM) <<
 				(state.row_bits + 1)) <= amq_rt_ranges(&state.geom))
 			state.row_bits++;
+	state.gen.row_bits = state.row_bits;
 	state.sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid,
 									   false, maintenance_work_mem, NULL,
 									   TUPLESORT_RANDOMACCESS);

@@ -430,6 +430,44 @@ write_gen(Relation index, const AmqIndexMeta *meta, uint32 gen,
 }
 
 /*
+ * Raises the metapage's max_offset (an index with lanes, whose copy, meta,
+ * knows it) to the greatest offset of the batch's rows, written before
+ * their rows can be seen, as the bounds: a lookup returns a row class's
+ * offsets up to it.
+ */
+static void
+widen_max_offset(Relation index, const AmqIndexMeta *copy, const BatchKey *keys, int nkeys)
+{
+	Buffer		metabuf;
+	Page		metapage;
+	AmqIndexMeta *meta;
+	GenericXLogState *state;
+	OffsetNumber max_offset = 0;
+	int			i;
+
+	for (i = 0; i < nkeys; i++)
+		max_offset = Max(max_offset, keys[i].offset);
+	if (max_offset <= copy->max_offset)
+		return;
+	metabuf = ReadBuffer(index, AMQ_INDEX_METAPAGE);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	metapage = BufferGetPage(metabuf);
+	meta = AmqIndexPageGetMeta(metapage);
+	amq_index_check_meta(index, metapage, meta);
+	/* another backend may have raised it meanwhile */
+	if (max_offset <= meta->max_offset)
+	{
+		UnlockReleaseBuffer(metabuf);
+		return;
+	}
+	state = GenericXLogStart(index);
+	meta = AmqIndexPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	meta->max_offset = max_offset;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(metabuf);
+}
+
+/*
  * Writes the entries of every key in the index's newest generation.  A
  * batch larger than the room left there fills the room and puts the rest
  * in a new generation sized for it; an index that cannot grow takes every
@@ -481,6 +519,8 @@ write_keys(Relation index, const BatchKey *batch, int nkeys)
 	}
 	pfree(sorted);
 	pfree(keys);
+	if (meta.version == AMQ_INDEX_VERSION_LANES && meta.max_offset != 0)
+		widen_max_offset(index, &meta, batch, nkeys);
 }
 
 /*
@@ -542,42 +582,6 @@ widen_bounds(Relation index, int64 lo, int64 hi)
 	UnlockReleaseBuffer(metabuf);
 }
 
-/*
- * Raises the metapage's max_offset (an index with lanes) to the greatest
- * offset of the batch's rows, written before their rows can be seen, as
- * the bounds: a lookup returns a row class's offsets up to it.
- */
-static void
-widen_max_offset(Relation index, const BatchKey *keys, int nkeys)
-{
-	Buffer		metabuf;
-	AmqIndexMeta *meta;
-	GenericXLogState *state;
-	OffsetNumber max_offset = 0;
-	int			i;
-
-	for (i = 0; i < nkeys; i++)
-		max_offset = Max(max_offset, keys[i].offset);
-	metabuf = ReadBuffer(index, AMQ_INDEX_METAPAGE);
-	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
-	meta = AmqIndexPageGetMeta(BufferGetPage(metabuf));
-	if (meta->version != AMQ_INDEX_VERSION_LANES || meta->max_offset == 0 ||
-		max_offset <= meta->max_offset)
-	{
-		UnlockReleaseBuffer(metabuf);
-		return;
-	}
-	LockBuffer(metabuf, BUFFER_LOCK_UNLOCK);
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	amq_index_check_meta(index, BufferGetPage(metabuf),
-						 AmqIndexPageGetMeta(BufferGetPage(metabuf)));
-	state = GenericXLogStart(index);
-	meta = AmqIndexPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
-	meta->max_offset = Max(meta->max_offset, max_offset);
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(metabuf);
-}
-
 /* Writes one batch, if its index is still there, and empties it. */
 static void
 flush_batch(Batch *b)
@@ -596,7 +600,6 @@ flush_batch(Batch *b)
 			write_keys(index, b->keys, b->nkeys);
 			if (b->lo <= b->hi)
 				widen_bounds(index, b->lo, b->hi);
-			widen_max_offset(index, b->keys, b->nkeys);
 		}
 		relation_close(index, RowExclusiveLock);
 	}

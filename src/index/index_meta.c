@@ -203,19 +203,20 @@ amq_index_check_meta(Relation index, Page page, const AmqIndexMeta *meta)
 		meta->version != AMQ_INDEX_VERSION_LANES)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("index \"%s\" has format version %u, this build reads version %d",
-						RelationGetRelationName(index), meta->version, AMQ_INDEX_VERSION),
+				 errmsg("index \"%s\" has format version %u, this build reads versions %d to %d",
+						RelationGetRelationName(index), meta->version,
+						AMQ_INDEX_VERSION_NO_SPANS, AMQ_INDEX_VERSION_LANES),
 				 errhint("REINDEX it.")));
 	if (meta->fp_bits < AMQ_RT_MIN_FP_BITS || meta->fp_bits > AMQ_INDEX_MAX_FP_BITS ||
 		meta->ngens < 1 || meta->ngens > AMQ_INDEX_MAX_GENS)
 		page_corrupted(index, AMQ_INDEX_METAPAGE, "Its geometry is out of range.");
+	if (meta->max_offset > MaxHeapTuplesPerPage)
+		page_corrupted(index, AMQ_INDEX_METAPAGE, "Its greatest row offset is out of range.");
 	for (i = 0; i < meta->ngens; i++)
 	{
 		const AmqIndexGen *g = &meta->gens[i];
 
 		/* row classes only in format 5, of one-block ranges */
-		if (meta->max_offset > MaxHeapTuplesPerPage)
-			page_corrupted(index, AMQ_INDEX_METAPAGE, "Its greatest row offset is out of range.");
 		if (g->row_bits > AMQ_INDEX_MAX_ROW_BITS ||
 			(g->row_bits > 0 && (meta->version != AMQ_INDEX_VERSION_LANES ||
 								 g->pages_per_range != 1)))

@@ -130,6 +130,7 @@ amq_index_ranges_merge(AmqIndexRanges *r, BlockNumber limit)
 
 	if (r->everywhere || r->n == 0)
 		return;
+	Assert(r->classes != NULL);	/* ranges_add_classes made them */
 	/* first, end (exclusive), classes */
 	items = palloc(sizeof(BlockNumber) * 3 * r->n);
 	for (i = 0; i < r->n; i++)
@@ -138,7 +139,7 @@ amq_index_ranges_merge(AmqIndexRanges *r, BlockNumber limit)
 		/* a range that runs past the last block number ends there */
 		items[3 * i + 1] = (BlockNumber) Min((uint64) r->first[i] + r->len[i],
 											 (uint64) MaxBlockNumber + 1);
-		items[3 * i + 2] = r->classes ? r->classes[i] : 0;
+		items[3 * i + 2] = r->classes[i];
 	}
 	qsort(items, r->n, sizeof(BlockNumber) * 3, range_start_cmp);
 	for (i = 0; i < r->n; i++)

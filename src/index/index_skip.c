@@ -1006,6 +1006,27 @@ typedef struct SkipChild
 #define SKIP_TRIAL		128
 #define SKIP_WORTH		8
 
+/* True if the child is a bitmap scan of the index it is probed with. */
+static bool
+scans_own_index(const SkipChild *child)
+{
+	Plan	   *inner;
+
+	if (!IsA(child->plan, BitmapHeapScan))
+		return false;
+	inner = outerPlan(child->plan);
+	return inner != NULL && IsA(inner, BitmapIndexScan) &&
+		((BitmapIndexScan *) inner)->indexid == child->indexoid;
+}
+
+/* False once probing the child has not paid (above). */
+static bool
+worth_probing(const SkipChild *child)
+{
+	return !(child->probes >= SKIP_TRIAL && child->ruled_out * SKIP_WORTH < child->probes &&
+			 scans_own_index(child));
+}
+
 typedef struct SkipAppendState
 {
 	CustomScanState css;
@@ -1136,9 +1157,7 @@ decide(SkipAppendState *st)
 		SkipChild  *child = &st->children[i];
 
 		child->active = child->ps != NULL;
-		if (child->active && child->kind == SKIP_RESCAN &&
-			!(IsA(child->plan, BitmapHeapScan) && child->probes >= SKIP_TRIAL &&
-			  child->ruled_out * SKIP_WORTH < child->probes))
+		if (child->active && child->kind == SKIP_RESCAN && worth_probing(child))
 		{
 			st->scans++;
 			child->probes++;

@@ -1161,6 +1161,9 @@ coalesce_ranges(AmqIndexRanges *ranges)
 		m++;
 	}
 	ranges->n = m;
+	/* the scan reads whole blocks: the row classes no longer line up */
+	ranges->classes = NULL;
+	ranges->row_bits = 0;
 }
 
 /*
