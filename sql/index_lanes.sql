@@ -94,6 +94,17 @@ SELECT (SELECT count(*) FROM il WHERE supp IN (3, 7, 999)) AS through_index,
 	   (SELECT count(*) FROM il WHERE supp + 0 IN (3, 7, 999)) AS through_table;
 SELECT (SELECT sum(id) FROM il WHERE part IN (1, 37, 4242, 19999)) AS through_index,
 	   (SELECT sum(id) FROM il WHERE part + 0 IN (1, 37, 4242, 19999)) AS through_table;
+-- No page ran out of room (it would answer "everywhere": a lookup of its
+-- values would read the table): a batch's 30 rows of a supplier reach its
+-- lane together, and it takes 2 of them; the generation is full before
+-- its pages are, and the writes went on in a new one.
+SELECT i.saturated, i.generations > 1 AS grew
+  FROM (SELECT * FROM amqfilter_index_info('il_part')
+		UNION ALL SELECT * FROM amqfilter_index_info('il_supp')) i;
+SELECT s.blocks - its.blocks BETWEEN 0 AND 2 AS its_blocks, s.rows_out = its.rows AS its_rows
+  FROM pg_temp.scan('SELECT * FROM il WHERE supp = 7') s,
+	   (SELECT count(DISTINCT (ctid::text::point)[0]) AS blocks, count(*) AS rows
+		  FROM il WHERE supp = 7) its;
 RESET enable_seqscan;
 
 -- Rows written after the build at offsets past every offset it saw (wide

@@ -89,6 +89,15 @@
 #define AMQ_INDEX_HEADROOM		1.1
 /* the share of a generation's slots its capacity fills */
 #define AMQ_INDEX_LOAD			0.85
+/*
+ * With lanes, the share of its slots a generation's capacity fills: places
+ * of AMQ_INDEX_LANE_ENTRIES run out of room on a page from about 89% (a
+ * page without room answers "everywhere"), and pages fill unevenly (at a
+ * mean of 80%, the fullest of 540 pages held 88%)
+ */
+#define AMQ_INDEX_LANE_LOAD		0.76
+/* with lanes, a page whose stash holds more is crowded: its generation is full */
+#define AMQ_INDEX_CROWDED_STASH	4
 /* a generation's capacity is this many times its predecessor's */
 #define AMQ_INDEX_GROWTH		4
 /* generations an index may have */
@@ -310,7 +319,7 @@ extern void amq_index_write_new_page(Relation index, BlockNumber expected,
 									 Page contents);
 extern void amq_index_write_empty_gen(Relation index, BlockNumber first,
 									  const AmqIndexGen *g, uint16 gen);
-extern bool amq_index_size_gen(uint64 capacity, BlockNumber first,
+extern bool amq_index_size_gen(uint64 capacity, bool lanes, BlockNumber first,
 							   uint32 pages_per_range, AmqIndexGen *out);
 
 /* index_insert.c */

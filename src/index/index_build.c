@@ -298,11 +298,11 @@ amq_index_pages_per_range(Relation index, const amq_rt_geom *geom,
 
 /*
  * Sizes a generation for capacity entries, from block first on; false if
- * it would pass the largest block number.
+ * it would pass the largest block number.  With lanes, at a lesser load.
  */
 bool
-amq_index_size_gen(uint64 capacity, BlockNumber first, uint32 pages_per_range,
-				   AmqIndexGen *out)
+amq_index_size_gen(uint64 capacity, bool lanes, BlockNumber first,
+				   uint32 pages_per_range, AmqIndexGen *out)
 {
 	amq_rt_geom geom;
 	double		per_page;
@@ -310,7 +310,7 @@ amq_index_size_gen(uint64 capacity, BlockNumber first, uint32 pages_per_range,
 
 	/* the slots of a page do not depend on the fingerprint bits */
 	amq_rt_geometry(AMQ_INDEX_SLOT_BYTES, AMQ_RT_MIN_FP_BITS, &geom);
-	per_page = floor(amq_rt_slots(&geom) * AMQ_INDEX_LOAD);
+	per_page = floor(amq_rt_slots(&geom) * (lanes ? AMQ_INDEX_LANE_LOAD : AMQ_INDEX_LOAD));
 	capacity = Max(capacity, AMQ_INDEX_MIN_CAPACITY);
 	npages = ceil((double) capacity / per_page);
 	if (!(npages <= (double) (MaxBlockNumber - first)))
@@ -1177,8 +1177,8 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	capacity = (uint64) ceil((double) entries * AMQ_INDEX_HEADROOM);
 	for (attempt = 0;; attempt++)
 	{
-		if (!amq_index_size_gen(capacity, AMQ_INDEX_METAPAGE + 1, state.gen.pages_per_range,
-								&gen))
+		if (!amq_index_size_gen(capacity, lanes, AMQ_INDEX_METAPAGE + 1,
+								state.gen.pages_per_range, &gen))
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("index \"%s\" cannot hold " UINT64_FORMAT " entries",
@@ -1264,7 +1264,7 @@ amq_index_buildempty(Relation index)
 	meta.version = AMQ_INDEX_VERSION;
 	meta.fp_bits = fp_bits_for(p);
 	amq_index_geometry(&meta, &geom);
-	amq_index_size_gen(AMQ_INDEX_MIN_CAPACITY, AMQ_INDEX_METAPAGE + 1,
+	amq_index_size_gen(AMQ_INDEX_MIN_CAPACITY, false, AMQ_INDEX_METAPAGE + 1,
 					   amq_index_pages_per_range(index, &geom, 0, 1), &gen);
 	for (i = 0; i < 1 + (int) gen.npages; i++)
 	{

@@ -197,7 +197,7 @@ grow(Relation index, AmqIndexMeta *copy, uint64 want, BlockNumber max_blkno)
 									meta->gens[meta->ngens - 1].pages_per_range);
 	LockRelationForExtension(index, ExclusiveLock);
 	first = RelationGetNumberOfBlocks(index);
-	if (!amq_index_size_gen(capacity, first, ppr, &gen))
+	if (!amq_index_size_gen(capacity, geom.lanes, first, ppr, &gen))
 	{
 		UnlockRelationForExtension(index, ExclusiveLock);
 		UnlockReleaseBuffer(metabuf);
@@ -318,7 +318,8 @@ lane_step(const amq_rt_geom *geom, Page page, const Placed *key)
  */
 static int
 write_page(Relation index, const amq_rt_geom *geom, const AmqIndexGen *g,
-		   uint32 gen, const Placed *keys, int nkeys, Placed *next, int *nnext)
+		   uint32 gen, const Placed *keys, int nkeys, Placed *next, int *nnext,
+		   bool *crowded)
 {
 	BlockNumber blkno = g->first + keys[0].page;
 	Buffer		buf = ReadBuffer(index, blkno);
@@ -356,10 +357,27 @@ write_page(Relation index, const amq_rt_geom *geom, const AmqIndexGen *g,
 
 		if (steps[i] != LANE_ADD)
 			continue;
+
+		/*
+		 * Asked again of the page as the keys before changed it: rows of one
+		 * value in a batch reach its lane together, and the lane takes
+		 * AMQ_INDEX_LANE_ENTRIES of them, not all (more of one fingerprint
+		 * than a bucket pair's slots leave no place to move them to).
+		 */
+		if (geom->lanes && i > 0)
+		{
+			steps[i] = lane_step(geom, page, &keys[i]);
+			if (steps[i] == LANE_NEXT)
+				next[(*nnext)++] = keys[i];
+			if (steps[i] != LANE_ADD)
+				continue;
+		}
 		amq_rt_insert(geom, &hdr->table, AmqIndexPageGetSlots(page), keys[i].key,
 					  keys[i].range, &delta);
 		added += delta;
 	}
+	if (geom->lanes && hdr->table.nstash > AMQ_INDEX_CROWDED_STASH)
+		*crowded = true;
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buf);
 	pfree(steps);
@@ -370,11 +388,12 @@ write_page(Relation index, const amq_rt_geom *geom, const AmqIndexGen *g,
  * Writes the entries of n keys in generation gen of the copy, page by
  * page; returns the change in its entries.  With lanes, the keys whose
  * lane was full go to their next lanes, a round of pages a lane; a key
- * past AMQ_INDEX_MAX_LANES becomes "everywhere" in its first.
+ * past AMQ_INDEX_MAX_LANES becomes "everywhere" in its first.  *crowded
+ * says that a page's stash passed AMQ_INDEX_CROWDED_STASH.
  */
 static int64
 write_gen(Relation index, const AmqIndexMeta *meta, uint32 gen,
-		  const BatchKey *batch, Placed *keys, Placed *sorted, int n)
+		  const BatchKey *batch, Placed *keys, Placed *sorted, int n, bool *crowded)
 {
 	const AmqIndexGen *g = &meta->gens[gen];
 	amq_rt_geom geom;
@@ -407,7 +426,7 @@ write_gen(Relation index, const AmqIndexMeta *meta, uint32 gen,
 			while (end < n && sorted[end].page == sorted[start].page)
 				end++;
 			added += write_page(index, &geom, g, gen, sorted + start, end - start,
-								keys, &nnext);
+								keys, &nnext, crowded);
 			start = end;
 		}
 		/* the keys whose lane was full: their next lanes */
@@ -493,6 +512,7 @@ write_keys(Relation index, const BatchKey *batch, int nkeys)
 		uint64		room = g->count < g->capacity ? g->capacity - g->count : 0;
 		int			take = nkeys - done;
 		bool		saturated = false;
+		bool		crowded = false;
 		int64		added;
 
 		if ((uint64) take > room)
@@ -504,10 +524,17 @@ write_keys(Relation index, const BatchKey *batch, int nkeys)
 			else
 				saturated = true;	/* all of them, here, past capacity */
 		}
-		added = write_gen(index, &meta, newest, batch + done, keys, sorted, take);
+		added = write_gen(index, &meta, newest, batch + done, keys, sorted, take, &crowded);
 		if (added > 0 && added < COUNT_UNIT)
 			added = pg_prng_uint64_range(&pg_global_prng_state, 0, COUNT_UNIT - 1) < (uint64) added
 				? COUNT_UNIT : 0;
+
+		/*
+		 * A crowded page fills its generation: before its stash runs out
+		 * (and it answers "everywhere"), later writes go to a new one.
+		 */
+		if (crowded && !saturated && (int64) g->count + added < (int64) g->capacity)
+			added = (int64) (g->capacity - g->count);
 		add_count(index, &meta, newest, added,
 				  saturated && !(meta.flags & AMQ_INDEX_SATURATED));
 		if (saturated)
