@@ -50,7 +50,7 @@ BEGIN
 		IF m IS NOT NULL THEN
 			removed := removed + m[1]::bigint;
 		END IF;
-		m := regexp_match(line, 'Bitmap Heap Scan .*actual rows=([0-9]+)');
+		m := regexp_match(line, '(?:Bitmap Heap Scan|Index Scan using) .*actual rows=([0-9]+)');
 		IF m IS NOT NULL THEN
 			rows_out := m[1]::bigint;
 		END IF;
@@ -59,8 +59,10 @@ END $$;
 
 -- A supplier's lookup reads its blocks (a false match may add one), and
 -- rechecks about one row in 16 of them (a block holds about 70): at all
--- 70, it would remove 69 rows a block.
+-- 70, it would remove 69 rows a block.  First as a bitmap heap scan, then
+-- as a plain index scan, which fetches the same rows one by one.
 SET enable_seqscan = off;
+SET enable_indexscan = off;
 SELECT s.blocks - its.blocks BETWEEN 0 AND 2 AS its_blocks,
 	   s.rows_out = its.rows AS its_rows,
 	   s.removed < 16 * its.rows AS few_rechecked
@@ -71,6 +73,13 @@ SELECT s.blocks - its.blocks BETWEEN 0 AND 2 AS its_blocks, s.rows_out = its.row
   FROM pg_temp.scan('SELECT * FROM il WHERE part = 4242') s,
 	   (SELECT count(DISTINCT (ctid::text::point)[0]) AS blocks, count(*) AS rows
 		  FROM il WHERE part = 4242) its;
+RESET enable_indexscan;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM il WHERE supp = 7;
+SELECT s.rows_out = its.rows AS its_rows, s.removed < 16 * its.rows AS few_rechecked
+  FROM pg_temp.scan('SELECT * FROM il WHERE supp = 7') s,
+	   (SELECT count(*) AS rows FROM il WHERE supp = 7) its;
+RESET enable_bitmapscan;
 RESET enable_seqscan;
 
 -- The planner knows: a few parts' rows through a nested loop over the index
@@ -89,7 +98,17 @@ UPDATE il SET pad = repeat('z', 60) WHERE id % 97 = 0;
 SELECT count(*) FILTER (WHERE NOT bloom_index_contains('il_part', part)) AS part_missed,
 	   count(*) FILTER (WHERE NOT bloom_index_contains('il_supp', supp)) AS supp_missed
   FROM il;
+-- (through both generations, each row once: plain index scans, then bitmaps)
 SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT (SELECT count(*) FROM il WHERE supp IN (3, 7, 999)) AS through_index,
+	   (SELECT count(*) FROM il WHERE supp + 0 IN (3, 7, 999)) AS through_table;
+SELECT (SELECT sum(id) FROM il WHERE part IN (1, 37, 4242, 19999)) AS through_index,
+	   (SELECT sum(id) FROM il WHERE part + 0 IN (1, 37, 4242, 19999)) AS through_table;
+SELECT sum(il.id) = (SELECT sum(id) FROM il WHERE part + 0 IN (SELECT part FROM il_few))
+  FROM il_few f JOIN il ON il.part = f.part;
+RESET enable_bitmapscan;
+SET enable_indexscan = off;
 SELECT (SELECT count(*) FROM il WHERE supp IN (3, 7, 999)) AS through_index,
 	   (SELECT count(*) FROM il WHERE supp + 0 IN (3, 7, 999)) AS through_table;
 SELECT (SELECT sum(id) FROM il WHERE part IN (1, 37, 4242, 19999)) AS through_index,
@@ -105,6 +124,7 @@ SELECT s.blocks - its.blocks BETWEEN 0 AND 2 AS its_blocks, s.rows_out = its.row
   FROM pg_temp.scan('SELECT * FROM il WHERE supp = 7') s,
 	   (SELECT count(DISTINCT (ctid::text::point)[0]) AS blocks, count(*) AS rows
 		  FROM il WHERE supp = 7) its;
+RESET enable_indexscan;
 RESET enable_seqscan;
 
 -- Rows written after the build at offsets past every offset it saw (wide
@@ -124,10 +144,31 @@ SET enable_hashjoin = off;
 SET enable_mergejoin = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM generate_series(0, 3999) v JOIN il_off ON il_off.k = v;
 SELECT count(*) AS through_index FROM generate_series(0, 3999) v JOIN il_off ON il_off.k = v;
+SET enable_indexscan = off;
+SELECT count(*) AS through_bitmaps FROM generate_series(0, 3999) v JOIN il_off ON il_off.k = v;
+RESET enable_indexscan;
 SELECT generations FROM amqfilter_index_info('il_off_k');
 RESET enable_seqscan;
 RESET enable_hashjoin;
 RESET enable_mergejoin;
+
+-- A plain index scan skips the blocks a VACUUM cut off the table's end,
+-- whose entries the index keeps (a bitmap heap scan skips them too)
+CREATE TABLE il_cut (id int8, k int4, pad text);
+INSERT INTO il_cut SELECT g, (hashint8(g) & 65535) % 2000, repeat('c', 60)
+  FROM generate_series(1, 40000) g;
+CREATE INDEX il_cut_k ON il_cut USING amqfilter (k);
+SELECT generations, pages_per_range, everywhere FROM amqfilter_index_info('il_cut_k');
+DELETE FROM il_cut WHERE id > 20000;
+VACUUM il_cut;
+SELECT pg_relation_size('il_cut') < 300 * 8192 AS cut;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM il_cut WHERE k IN (5, 1999);
+SELECT (SELECT count(*) FROM il_cut WHERE k IN (5, 1999)) AS through_index,
+	   (SELECT count(*) FROM il_cut WHERE k + 0 IN (5, 1999)) AS through_table;
+RESET enable_bitmapscan;
+RESET enable_seqscan;
 
 -- A value past an eighth of the table's blocks is "everywhere"
 CREATE TABLE il_wide (id int8, k int4, pad text);
@@ -138,4 +179,4 @@ CREATE INDEX il_wide_k ON il_wide USING amqfilter (k);
 SELECT everywhere FROM amqfilter_index_info('il_wide_k');
 SELECT count(*) FILTER (WHERE NOT bloom_index_contains('il_wide_k', k)) AS missed FROM il_wide;
 
-DROP TABLE il, il_few, il_wide, il_off;
+DROP TABLE il, il_few, il_wide, il_off, il_cut;

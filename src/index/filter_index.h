@@ -371,6 +371,8 @@ extern IndexScanDesc amq_index_beginscan(Relation index, int nkeys, int norderby
 extern void amq_index_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 							 ScanKey orderbys, int norderbys);
 extern int64 amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+extern bool amq_index_gettuple(IndexScanDesc scan, ScanDirection dir);
+extern void amq_index_plain_scans(RelOptInfo *rel);
 extern void amq_index_endscan(IndexScanDesc scan);
 extern void amq_index_costestimate(PlannerInfo *root, IndexPath *path,
 								   double loop_count, Cost *indexStartupCost,

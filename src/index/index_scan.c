@@ -472,8 +472,18 @@ typedef struct ScanOpaque
 	int			nhashers;
 	ScanHasher	hashers[4];
 	AmqIndexHasher spare;		/* a fifth type's, for the moment */
-	bool		have_meta;		/* meta read by the scan's first bitmap */
+	bool		have_meta;		/* meta read by the scan's first lookup */
 	AmqIndexMeta meta;
+
+	/* a plain scan's (amgettuple) place since the last rescan */
+	MemoryContext cxt;			/* the scan's, where tuples' arrays live */
+	bool		looked_up;		/* tuples holds the keys' ranges */
+	AmqIndexRanges tuples;		/* merged, by first block */
+	int			range;			/* the range being read */
+	BlockNumber block;			/* the block of it being read */
+	OffsetNumber offset;		/* the offset returned last, or 0 */
+	OffsetNumber max_offset;	/* no row the index holds is past it */
+	BlockNumber heap_blocks;	/* the table's blocks when last asked */
 } ScanOpaque;
 
 static const AmqIndexHasher *
@@ -507,23 +517,44 @@ IndexScanDesc
 amq_index_beginscan(Relation index, int nkeys, int norderbys)
 {
 	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+	ScanOpaque *so = palloc0(sizeof(ScanOpaque));
 
-	scan->opaque = palloc0(sizeof(ScanOpaque));
+	so->cxt = CurrentMemoryContext;
+	scan->opaque = so;
 	return scan;
+}
+
+static void
+ranges_free(AmqIndexRanges *r)
+{
+	if (r->first != NULL)
+		pfree(r->first);
+	if (r->len != NULL)
+		pfree(r->len);
+	if (r->classes != NULL)
+		pfree(r->classes);
+	memset(r, 0, sizeof(*r));
 }
 
 void
 amq_index_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 				 ScanKey orderbys, int norderbys)
 {
+	ScanOpaque *so = (ScanOpaque *) scan->opaque;
+
 	if (keys && scan->numberOfKeys > 0)
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
+	ranges_free(&so->tuples);
+	so->looked_up = false;
 }
 
 void
 amq_index_endscan(IndexScanDesc scan)
 {
-	pfree(scan->opaque);
+	ScanOpaque *so = (ScanOpaque *) scan->opaque;
+
+	ranges_free(&so->tuples);
+	pfree(so);
 }
 
 /* The block ranges that may hold rows matching a key. */
@@ -551,13 +582,15 @@ key_ranges(IndexScanDesc scan, const AmqIndexMeta *meta, ScanKey key,
 					out);
 }
 
-int64
-amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
+/*
+ * The ranges of the key that narrows the scan most, in *best (everywhere
+ * if none does); false if a key holds for no row.  Counts the search.
+ */
+static bool
+scan_ranges(IndexScanDesc scan, AmqIndexRanges *best)
 {
 	ScanOpaque *so = (ScanOpaque *) scan->opaque;
 	const AmqIndexMeta *meta;
-	AmqIndexRanges best;
-	int64		blocks = 0;
 	int			i;
 
 	/* one search, as pg_stat_user_indexes and EXPLAIN count them */
@@ -578,8 +611,8 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 		so->have_meta = true;
 	}
 	meta = &so->meta;
-	memset(&best, 0, sizeof(best));
-	best.everywhere = true;
+	memset(best, 0, sizeof(*best));
+	best->everywhere = true;
 	for (i = 0; i < scan->numberOfKeys; i++)
 	{
 		AmqIndexRanges r;
@@ -587,12 +620,40 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 		memset(&r, 0, sizeof(r));
 		key_ranges(scan, meta, &scan->keyData[i], &r);
 		if (!r.everywhere && r.n == 0)
-			return 0;			/* no row matches this key */
-		if (best.everywhere ||
-			(!r.everywhere && ranges_blocks(&r, 1e18) < ranges_blocks(&best, 1e18)))
-			best = r;
+		{
+			ranges_free(best);
+			return false;		/* no row matches this key */
+		}
+		if (best->everywhere ||
+			(!r.everywhere && ranges_blocks(&r, 1e18) < ranges_blocks(best, 1e18)))
+		{
+			ranges_free(best);
+			*best = r;
+		}
+		else
+			ranges_free(&r);
 	}
+	return true;
+}
 
+/* The greatest offset of a row the index holds. */
+static OffsetNumber
+scan_max_offset(const AmqIndexMeta *meta)
+{
+	return meta->max_offset > 0 && meta->max_offset < MaxHeapTuplesPerPage ?
+		(OffsetNumber) meta->max_offset : MaxHeapTuplesPerPage;
+}
+
+int64
+amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
+{
+	ScanOpaque *so = (ScanOpaque *) scan->opaque;
+	AmqIndexRanges best;
+	int64		blocks = 0;
+	int			i;
+
+	if (!scan_ranges(scan, &best))
+		return 0;
 	if (best.everywhere)
 	{
 		/*
@@ -616,8 +677,7 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	else
 	{
 		/* a row class's rows: no row the index holds is past max_offset */
-		OffsetNumber max_offset = meta->max_offset > 0 && meta->max_offset < MaxHeapTuplesPerPage ?
-			(OffsetNumber) meta->max_offset : MaxHeapTuplesPerPage;
+		OffsetNumber max_offset = scan_max_offset(&so->meta);
 
 		/* blocks past the table's end are skipped by the heap scan */
 		if (best.row_bits > 0)
@@ -651,8 +711,114 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 				CHECK_FOR_INTERRUPTS();
 		}
 	}
+	ranges_free(&best);
 	/* as BRIN reports a lossy page: about ten rows each */
 	return blocks * 10;
+}
+
+/*
+ * A plain index scan: the TIDs the ranges may hold, in block order, every
+ * one to be rechecked.  A block range's TIDs are every offset of its
+ * blocks up to the greatest the index holds; a block's row classes, the
+ * offsets of those classes.  The planner takes it only for indexes with
+ * row classes (amq_index_plain_scans), where a lookup of a few rows
+ * fetches about a class's rows of a block, without the bitmap a bitmap
+ * heap scan builds and sorts at each loop of a nested loop.
+ */
+bool
+amq_index_gettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	ScanOpaque *so = (ScanOpaque *) scan->opaque;
+	AmqIndexRanges *r = &so->tuples;
+
+	if (!so->looked_up)
+	{
+		MemoryContext old = MemoryContextSwitchTo(so->cxt);
+
+		so->looked_up = true;
+		if (!scan_ranges(scan, r))
+			r->n = 0;
+		else if (r->everywhere)
+		{
+			r->everywhere = false;
+			ranges_add(r, 0, MaxBlockNumber);
+		}
+		else
+			amq_index_ranges_merge(r, MaxBlockNumber);	/* no TID twice */
+		MemoryContextSwitchTo(old);
+		so->range = 0;
+		so->block = r->n > 0 ? r->first[0] : InvalidBlockNumber;
+		so->offset = InvalidOffsetNumber;
+		so->max_offset = scan_max_offset(&so->meta);
+	}
+
+	while (so->range < r->n)
+	{
+		uint32		classes = r->classes[so->range];
+		uint32		mask = (1u << r->row_bits) - 1;
+		OffsetNumber off = so->offset;
+
+		/*
+		 * Blocks past the table's end hold nothing (the entries of rows a
+		 * VACUUM truncated away): the table, locked by the query, cannot
+		 * shrink while it runs, and the ranges are in block order.
+		 */
+		if (so->block >= so->heap_blocks)
+		{
+			so->heap_blocks = RelationGetNumberOfBlocks(scan->heapRelation);
+			if (so->block >= so->heap_blocks)
+				break;
+		}
+		while (++off <= so->max_offset)
+		{
+			if (classes == 0 || (classes & (1u << (off & mask))) != 0)
+			{
+				so->offset = off;
+				ItemPointerSet(&scan->xs_heaptid, so->block, off);
+				scan->xs_recheck = true;
+				return true;
+			}
+		}
+		/* the next block, of this range or the next */
+		so->offset = InvalidOffsetNumber;
+		if ((so->block & 0x3FF) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (++so->block - r->first[so->range] >= r->len[so->range])
+		{
+			so->range++;
+			if (so->range < r->n)
+				so->block = r->first[so->range];
+		}
+	}
+	return false;
+}
+
+/*
+ * Lets the planner consider plain index scans of the relation's amqfilter
+ * indexes with row classes (index format 5 built them), and only those:
+ * for the others, whose ranges are whole blocks or more, a plain scan would
+ * fetch every offset of each block one by one, where a bitmap heap scan
+ * reads a block's rows at once.  Reads each one's metapage.
+ */
+void
+amq_index_plain_scans(RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, rel->indexlist)
+	{
+		IndexOptInfo *index = lfirst_node(IndexOptInfo, lc);
+		Relation	irel;
+		AmqIndexMeta meta;
+
+		if ((void *) index->amcostestimate != (void *) amq_index_costestimate)
+			continue;
+		irel = index_open(index->indexoid, AccessShareLock);
+		amq_index_read_meta(irel, &meta);
+		index_close(irel, AccessShareLock);
+		index->amhasgettuple = meta.version == AMQ_INDEX_VERSION_LANES &&
+			meta.ngens > 0 && meta.gens[0].row_bits > 0;
+	}
 }
 
 /*

@@ -282,7 +282,8 @@ skip_relation_info(PlannerInfo *root, bool inhparent, RelOptInfo *rel)
 }
 
 /*
- * The hook that runs skip_relation_info: build_simple_rel_hook on 19, which
+ * The hook that runs amq_index_plain_scans and skip_relation_info:
+ * build_simple_rel_hook on 19, which
  * replaced get_relation_info_hook (the one place here that differs between
  * majors other than through glue/pg_compat.h: a hook is installed by name).
  */
@@ -295,7 +296,10 @@ skip_build_simple_rel(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
 	if (prev_build_simple_rel)
 		prev_build_simple_rel(root, rel, rte);
 	if (rte->rtekind == RTE_RELATION)
+	{
+		amq_index_plain_scans(rel);
 		skip_relation_info(root, rte->inh, rel);
+	}
 }
 
 static void
@@ -313,6 +317,7 @@ skip_get_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
 {
 	if (prev_get_relation_info)
 		prev_get_relation_info(root, relationObjectId, inhparent, rel);
+	amq_index_plain_scans(rel);
 	skip_relation_info(root, inhparent, rel);
 }
 
