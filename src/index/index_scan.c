@@ -1209,7 +1209,14 @@ amq_index_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	 * of the whole table.
 	 */
 	*indexSelectivity = blocks >= heap_blocks ? 1.0 : Min(1.0, blocks / tuples);
-	*indexCorrelation = 1.0;
+
+	/*
+	 * A plain scan (of an index with row classes) returns those "tuples" in
+	 * block order but each in a block of its own: a block a random read, as
+	 * uncorrelated tuples are costed.  (A bitmap heap scan's cost does not
+	 * read it.)
+	 */
+	*indexCorrelation = 0.0;
 	*indexPages = pages;
 
 	/*
