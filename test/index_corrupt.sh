@@ -64,6 +64,9 @@ q -c "CREATE EXTENSION amqfilter;
 	CREATE TABLE rowbits (k int8, pad text);
 	INSERT INTO rowbits SELECT hashint8(g) % 5000, repeat('x', 60) FROM generate_series(1, 50000) g;
 	CREATE INDEX rowbits_k ON rowbits USING amqfilter (k);
+	CREATE TABLE classrows (k int8, pad text);
+	INSERT INTO classrows SELECT * FROM rowbits;
+	CREATE INDEX classrows_k ON classrows USING amqfilter (k);
 	INSERT INTO format3 SELECT g, repeat('x', 100) FROM generate_series(1, 20000) g;
 	CREATE INDEX format3_k ON format3 USING amqfilter (k) WITH (pages_per_range = 1);
 	INSERT INTO oldformat SELECT g FROM generate_series(1, 2000) g;
@@ -82,6 +85,10 @@ nometa_file=$DATA/$(q -c "SELECT pg_relation_filepath('nometa_k')")
 oldformat_file=$DATA/$(q -c "SELECT pg_relation_filepath('oldformat_k')")
 format3_file=$DATA/$(q -c "SELECT pg_relation_filepath('format3_k')")
 rowbits_file=$DATA/$(q -c "SELECT pg_relation_filepath('rowbits_k')")
+classrows_file=$DATA/$(q -c "SELECT pg_relation_filepath('classrows_k')")
+# classrows_k has row classes: a plain index scan is what the planner takes
+q -c "SET enable_bitmapscan = off; EXPLAIN (COSTS OFF) SELECT * FROM classrows WHERE k = 1" \
+	| grep -q "Index Scan using classrows_k" || die "classrows_k is not read by a plain index scan"
 [ "$(q -c "SELECT everywhere FROM amqfilter_index_info('format3_k')")" = 0 ] \
 	|| die "format3_k has a key in more than 4 ranges: it cannot pass for format 3"
 
@@ -97,6 +104,8 @@ printf '\x02\x00\x00\x00' | dd of="$oldformat_file" bs=1 seek=28 conv=notrunc st
 printf '\x03\x00\x00\x00' | dd of="$format3_file" bs=1 seek=28 conv=notrunc status=none
 # generation 0's row classes (bytes 92-95: its fourth field) 9, past the most
 printf '\x09\x00\x00\x00' | dd of="$rowbits_file" bs=1 seek=92 conv=notrunc status=none
+# the offsets of its row classes (bytes 76-79) 0: a class would divide by it
+printf '\x00\x00\x00\x00' | dd of="$classrows_file" bs=1 seek=76 conv=notrunc status=none
 as_cluster_owner "$PG_BIN/pg_ctl" --pgdata="$DATA" --log="$LOGFILE" --wait \
 	--timeout=60 start >/dev/null
 wait_until_ready
@@ -131,6 +140,10 @@ expect_state XX002 "nometa: amqfilter_index_info" "SELECT * FROM amqfilter_index
 expect_state XX002 "nometa: the planner's estimate" "EXPLAIN SELECT * FROM nometa WHERE k = 1"
 expect_state XX002 "rowbits: bloom_index_contains" "SELECT bloom_index_contains('rowbits_k', 1::int8)"
 expect_state XX002 "rowbits: INSERT" "INSERT INTO rowbits VALUES (1, 'x')"
+expect_state XX002 "classrows: bloom_index_contains" "SELECT bloom_index_contains('classrows_k', 1::int8)"
+expect_state XX002 "classrows: INSERT" "INSERT INTO classrows VALUES (1, 'x')"
+expect_state XX002 "classrows: plain index scan" \
+	"SET enable_bitmapscan = off; SET enable_seqscan = off; SELECT count(*) FROM classrows WHERE k = 1"
 expect_state 0A000 "oldformat: INSERT" "INSERT INTO oldformat VALUES (1)"
 expect_state 0A000 "oldformat: bloom_index_contains" "SELECT bloom_index_contains('oldformat_k', 1::int8)"
 old_error=$("$PG_BIN/psql" -X -q -c "SELECT bloom_index_contains('oldformat_k', 1::int8)" 2>&1 || true)

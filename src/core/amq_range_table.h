@@ -75,9 +75,9 @@ typedef struct amq_rt_page
  * another page, that the caller derives from the key), and adds
  * "everywhere" itself.  The top bit of a range (amq_rt_whole_bit)
  * then marks a whole range, and a range without it is, with row_bits
- * above 0, a range's row class: (range << row_bits) | class, where a row's
- * class is its line pointer's offset modulo 2^row_bits.  A whole range's
- * entry holds every class of it.
+ * above 0, a range's row class: (range << row_bits) | class, where a
+ * row's class is the caller's (a run of line pointer offsets).  A whole
+ * range's entry holds every class of it.
  */
 typedef struct amq_rt_geom
 {

@@ -60,8 +60,8 @@
 /*
  * 5: lanes (core/amq_range_table.h): a key keeps every range it is in, 2 to
  * a lane, its lanes in pages its hash picks one after the other, and its
- * rows' classes (their offsets modulo 2^row_bits) where a range holds one
- * row of it.  A build writes it for a table whose values are scattered,
+ * rows' classes (runs of class_rows offsets: amq_index_class_of) where a
+ * range holds rows of one or two.  A build writes it for a table whose values are scattered,
  * where a span would read most of the table (index_build.c).
  */
 #define AMQ_INDEX_VERSION_LANES	5
@@ -186,7 +186,9 @@ typedef struct AmqIndexMeta
 	uint64		build_entries;	/* entries the build made */
 	uint64		build_values;	/* non-null values the build hashed */
 	uint32		flags;			/* AMQ_INDEX_SATURATED, AMQ_INDEX_KEYS_COUNTED */
-	uint32		unused;			/* zero */
+	uint32		class_rows;		/* version 5 with row classes: the offsets a
+								 * class spans (amq_index_class_of); else
+								 * zero */
 	AmqIndexGen gens[AMQ_INDEX_MAX_GENS];
 	/* with AMQ_INDEX_KEYS_COUNTED (zero in older metapages): */
 	uint64		build_keys;		/* distinct hashes the build stored */
@@ -309,8 +311,9 @@ extern void amq_index_locate_lane(const AmqIndexMeta *meta, const amq_rt_geom *g
 								  uint32 gen, uint64 hash, uint32 lane, uint32 *page,
 								  amq_rt_key *key);
 extern void amq_index_gen_geometry(const AmqIndexMeta *meta, uint32 gen, amq_rt_geom *geom);
+extern uint32 amq_index_class_of(uint32 row_bits, uint32 class_rows, OffsetNumber offset);
 extern uint32 amq_index_entry_of(const amq_rt_geom *geom, const AmqIndexGen *g,
-								 ItemPointer tid);
+								 uint32 class_rows, ItemPointer tid);
 extern uint32 amq_index_range_of(const amq_rt_geom *geom, const AmqIndexGen *g,
 								 BlockNumber blkno);
 extern uint32 amq_index_pages_per_range(Relation index, const amq_rt_geom *geom,
@@ -345,8 +348,8 @@ typedef struct AmqIndexRanges
 	uint32	   *len;
 	/*
 	 * per range, 0: all of its rows; else, for a range of one block, the
-	 * row classes (bit c: the rows whose offset is c modulo 2^row_bits)
-	 * that may hold the key: a reader that reads blocks reads the block
+	 * row classes (bit c: the rows of class c, amq_index_class_of) that
+	 * may hold the key: a reader that reads blocks reads the block
 	 */
 	uint32	   *classes;
 	uint32		row_bits;

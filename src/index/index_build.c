@@ -250,12 +250,27 @@ amq_index_locate_lane(const AmqIndexMeta *meta, const amq_rt_geom *geom, uint32 
 }
 
 /*
- * The entry of a row in generation g: its range (amq_index_range_of), or,
- * with row classes, its range's class (range << row_bits | offset mod
- * 2^row_bits); "everywhere" past the ranges the generation numbers.
+ * The row class of a line pointer's offset: class c holds offsets
+ * c * class_rows + 1 .. (c + 1) * class_rows, the last class those past
+ * them too.  Runs of offsets, not offsets modulo 2^row_bits: rows written
+ * together (an order's lines) share a class or two.
  */
 uint32
-amq_index_entry_of(const amq_rt_geom *geom, const AmqIndexGen *g, ItemPointer tid)
+amq_index_class_of(uint32 row_bits, uint32 class_rows, OffsetNumber offset)
+{
+	uint32		c = (uint32) (offset - 1) / Max(class_rows, 1);
+
+	return Min(c, (1u << row_bits) - 1);
+}
+
+/*
+ * The entry of a row in generation g: its range (amq_index_range_of), or,
+ * with row classes, its range's class (range << row_bits | class);
+ * "everywhere" past the ranges the generation numbers.
+ */
+uint32
+amq_index_entry_of(const amq_rt_geom *geom, const AmqIndexGen *g, uint32 class_rows,
+				   ItemPointer tid)
 {
 	uint32		range = amq_index_range_of(geom, g, ItemPointerGetBlockNumber(tid));
 
@@ -264,7 +279,7 @@ amq_index_entry_of(const amq_rt_geom *geom, const AmqIndexGen *g, ItemPointer ti
 	if (range >= (amq_rt_ranges(geom) >> g->row_bits))
 		return amq_rt_everywhere(geom);
 	return (range << g->row_bits) |
-		(ItemPointerGetOffsetNumber(tid) & ((1u << g->row_bits) - 1));
+		amq_index_class_of(g->row_bits, class_rows, ItemPointerGetOffsetNumber(tid));
 }
 
 /* The range number of a block in generation g, or "everywhere" past them. */
@@ -363,6 +378,37 @@ amq_index_write_empty_gen(Relation index, BlockNumber first, const AmqIndexGen *
  * Build
  * ----------------------------------------------------------------
  */
+
+/* pages of the table whose greatest offsets size the row classes */
+#define CLASS_SAMPLE_PAGES	16
+
+/*
+ * The offsets of a row class: the table's rows a block, as the greatest
+ * line pointer offset of up to CLASS_SAMPLE_PAGES pages spread over it
+ * shows, shared among 2^row_bits classes.  Rows written later past them
+ * fall in the last class.
+ */
+static uint32
+class_rows_for(Relation heap, uint32 row_bits)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(heap);
+	OffsetNumber most = FirstOffsetNumber;
+	BlockNumber i;
+
+	for (i = 0; i < Min(nblocks, CLASS_SAMPLE_PAGES); i++)
+	{
+		BlockNumber blkno = (BlockNumber) ((uint64) nblocks * i / Min(nblocks, CLASS_SAMPLE_PAGES));
+		Buffer		buf = ReadBufferExtended(heap, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
+		Page		page;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (!PageIsNew(page))
+			most = Max(most, Min(PageGetMaxOffsetNumber(page), MaxHeapTuplesPerPage));
+		UnlockReleaseBuffer(buf);
+	}
+	return (most + (1u << row_bits) - 1) >> row_bits;
+}
 typedef struct BuildState
 {
 	AmqIndexHasher hasher;
@@ -375,6 +421,7 @@ typedef struct BuildState
 	int64		hi;
 	int			range_shift;	/* the pairs' ranges, >> it, are the index's */
 	uint32		row_bits;		/* the pairs' ranges' row class bits */
+	uint32		class_rows;		/* the offsets of a class (row_bits > 0) */
 	OffsetNumber max_offset;	/* the greatest offset of a row hashed */
 	Tuplesortstate *lane_sort;	/* format 5: lanes' pairs (index_build) */
 	uint32		span_limit;		/* the widest span a key keeps, in the
@@ -418,7 +465,8 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	/* its range, with the row's class below it (state->gen.row_bits) */
 	tuplesort_putdatum(state->sort,
 					   Int64GetDatum(pair_of(hash,
-											 amq_index_entry_of(&state->geom, &state->gen, tid))),
+											 amq_index_entry_of(&state->geom, &state->gen,
+																state->class_rows, tid))),
 					   false);
 	state->max_offset = Max(state->max_offset, ItemPointerGetOffsetNumber(tid));
 	state->values++;
@@ -889,15 +937,24 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
  * With lanes: a key's entries, one a range, into the lanes' sort: its
  * ranges in order, AMQ_INDEX_LANE_ENTRIES to a lane; or one "everywhere"
  * in its first lane when it has more than the limit, or a row past the
- * ranges numbered.  A range of one row class of the key is that class's
- * entry; of more, the whole range's.  Returns the entries.
+ * ranges numbered.  A range of up to BLOCK_CLASSES row classes of the key
+ * has an entry for each class; of more, the whole range's.  Returns the
+ * entries.
  */
+
+/*
+ * Classes of a block kept as entries of their own: an order's lines
+ * written together straddle two classes about as often as not.
+ */
+#define BLOCK_CLASSES		2
+
 static uint64
 put_lane_run(BuildState *state, uint64 hash, const uint32 *ranges, const uint32 *classes,
 			 uint64 n, bool everywhere, uint64 limit)
 {
 	uint32		whole = amq_rt_whole_bit(&state->geom);
 	uint64		i;
+	uint64		entries = 0;
 
 	if (everywhere || n > limit)
 	{
@@ -909,18 +966,32 @@ put_lane_run(BuildState *state, uint64 hash, const uint32 *ranges, const uint32 
 	}
 	for (i = 0; i < n; i++)
 	{
-		uint32		entry = ranges[i];
+		uint32		left = classes[i];
 
-		if (state->row_bits > 0)
-			entry = pg_popcount32(classes[i]) == 1 ?
-				(ranges[i] << state->row_bits) | pg_rightmost_one_pos32(classes[i]) :
-				whole | ranges[i];
-		tuplesort_putdatum(state->lane_sort,
-						   Int64GetDatum(pair_of(lane_hash(hash, (uint32) (i / AMQ_INDEX_LANE_ENTRIES)),
-												 entry)),
-						   false);
+		do
+		{
+			uint32		entry = ranges[i];
+
+			/* a class's entry for each of up to BLOCK_CLASSES classes, else the block's */
+			if (state->row_bits > 0 && pg_popcount32(left) <= BLOCK_CLASSES)
+			{
+				entry = (ranges[i] << state->row_bits) | pg_rightmost_one_pos32(left);
+				left &= left - 1;
+			}
+			else
+			{
+				if (state->row_bits > 0)
+					entry = whole | ranges[i];
+				left = 0;
+			}
+			tuplesort_putdatum(state->lane_sort,
+							   Int64GetDatum(pair_of(lane_hash(hash, (uint32) (entries / AMQ_INDEX_LANE_ENTRIES)),
+													 entry)),
+							   false);
+			entries++;
+		} while (left != 0);
 	}
-	return n;
+	return entries;
 }
 
 /*
@@ -1097,6 +1168,8 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 				(state.row_bits + 1)) <= amq_rt_ranges(&state.geom))
 			state.row_bits++;
 	state.gen.row_bits = state.row_bits;
+	if (state.row_bits > 0)
+		state.class_rows = class_rows_for(heap, state.row_bits);
 	state.sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid,
 									   false, maintenance_work_mem, NULL,
 									   TUPLESORT_RANDOMACCESS);
@@ -1212,6 +1285,8 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		m->build_reads = reads;
 		if (lanes)
 			m->max_offset = Max(state.max_offset, FirstOffsetNumber);
+		if (lanes && state.row_bits > 0)
+			m->class_rows = state.class_rows;
 		m->flags |= AMQ_INDEX_KEYS_COUNTED;
 		if (state.hasher.bounds_kind != AMQ_BOUNDS_NONE)
 		{

@@ -690,12 +690,12 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 			{
 				/* the rows of those classes, rechecked: offsets past the block's are none */
 				ItemPointerData tids[MaxHeapTuplesPerPage];
-				uint32		mask = (1u << best.row_bits) - 1;
 				int			ntids = 0;
 				OffsetNumber off;
 
 				for (off = FirstOffsetNumber; off <= max_offset; off++)
-					if (best.classes[i] & (1u << (off & mask)))
+					if (best.classes[i] &
+						(1u << amq_index_class_of(best.row_bits, so->meta.class_rows, off)))
 					{
 						ItemPointerSet(&tids[ntids], best.first[i], off);
 						ntids++;
@@ -755,7 +755,6 @@ amq_index_gettuple(IndexScanDesc scan, ScanDirection dir)
 	while (so->range < r->n)
 	{
 		uint32		classes = r->classes[so->range];
-		uint32		mask = (1u << r->row_bits) - 1;
 		OffsetNumber off = so->offset;
 
 		/*
@@ -771,7 +770,8 @@ amq_index_gettuple(IndexScanDesc scan, ScanDirection dir)
 		}
 		while (++off <= so->max_offset)
 		{
-			if (classes == 0 || (classes & (1u << (off & mask))) != 0)
+			if (classes == 0 ||
+				(classes & (1u << amq_index_class_of(r->row_bits, so->meta.class_rows, off))) != 0)
 			{
 				so->offset = off;
 				ItemPointerSet(&scan->xs_heaptid, so->block, off);
