@@ -60,7 +60,7 @@
 /*
  * 5: lanes (core/amq_range_table.h): a key keeps every range it is in, 2 to
  * a lane, its lanes in pages its hash picks one after the other, and its
- * rows' classes (runs of class_rows offsets: amq_index_class_of) where a
+ * rows' classes (runs of offsets: amq_index_class_of) where a
  * range holds rows of one or two.  A build writes it for a table whose values are scattered,
  * where a span would read most of the table (index_build.c).
  */
@@ -186,9 +186,9 @@ typedef struct AmqIndexMeta
 	uint64		build_entries;	/* entries the build made */
 	uint64		build_values;	/* non-null values the build hashed */
 	uint32		flags;			/* AMQ_INDEX_SATURATED, AMQ_INDEX_KEYS_COUNTED */
-	uint32		class_rows;		/* version 5 with row classes: the offsets a
-								 * class spans (amq_index_class_of); else
-								 * zero */
+	uint32		class_span;		/* version 5 with row classes: the offsets
+								 * the classes divide (amq_index_class_of);
+								 * else zero */
 	AmqIndexGen gens[AMQ_INDEX_MAX_GENS];
 	/* with AMQ_INDEX_KEYS_COUNTED (zero in older metapages): */
 	uint64		build_keys;		/* distinct hashes the build stored */
@@ -311,9 +311,10 @@ extern void amq_index_locate_lane(const AmqIndexMeta *meta, const amq_rt_geom *g
 								  uint32 gen, uint64 hash, uint32 lane, uint32 *page,
 								  amq_rt_key *key);
 extern void amq_index_gen_geometry(const AmqIndexMeta *meta, uint32 gen, amq_rt_geom *geom);
-extern uint32 amq_index_class_of(uint32 row_bits, uint32 class_rows, OffsetNumber offset);
+extern uint32 amq_index_class_of(uint32 row_bits, uint32 class_span, OffsetNumber offset);
+extern OffsetNumber amq_index_class_start(uint32 row_bits, uint32 class_span, uint32 c);
 extern uint32 amq_index_entry_of(const amq_rt_geom *geom, const AmqIndexGen *g,
-								 uint32 class_rows, ItemPointer tid);
+								 uint32 class_span, ItemPointer tid);
 extern uint32 amq_index_range_of(const amq_rt_geom *geom, const AmqIndexGen *g,
 								 BlockNumber blkno);
 extern uint32 amq_index_pages_per_range(Relation index, const amq_rt_geom *geom,

@@ -250,17 +250,25 @@ amq_index_locate_lane(const AmqIndexMeta *meta, const amq_rt_geom *geom, uint32 
 }
 
 /*
- * The row class of a line pointer's offset: class c holds offsets
- * c * class_rows + 1 .. (c + 1) * class_rows, the last class those past
- * them too.  Runs of offsets, not offsets modulo 2^row_bits: rows written
- * together (an order's lines) share a class or two.
+ * The row class of a line pointer's offset: the offsets 1 .. class_span
+ * (the rows a block holds, as the build saw them) cut into 2^row_bits runs
+ * of class_span / 2^row_bits each, the last class those past them too.
+ * Runs of offsets, not offsets modulo 2^row_bits: rows written together (an
+ * order's lines) share a class or two.
  */
 uint32
-amq_index_class_of(uint32 row_bits, uint32 class_rows, OffsetNumber offset)
+amq_index_class_of(uint32 row_bits, uint32 class_span, OffsetNumber offset)
 {
-	uint32		c = (uint32) (offset - 1) / Max(class_rows, 1);
+	uint32		c = ((uint32) (offset - 1) << row_bits) / Max(class_span, 1);
 
 	return Min(c, (1u << row_bits) - 1);
+}
+
+/* The first offset of row class c (amq_index_class_of). */
+OffsetNumber
+amq_index_class_start(uint32 row_bits, uint32 class_span, uint32 c)
+{
+	return (OffsetNumber) (((c * Max(class_span, 1) + (1u << row_bits) - 1) >> row_bits) + 1);
 }
 
 /*
@@ -269,7 +277,7 @@ amq_index_class_of(uint32 row_bits, uint32 class_rows, OffsetNumber offset)
  * "everywhere" past the ranges the generation numbers.
  */
 uint32
-amq_index_entry_of(const amq_rt_geom *geom, const AmqIndexGen *g, uint32 class_rows,
+amq_index_entry_of(const amq_rt_geom *geom, const AmqIndexGen *g, uint32 class_span,
 				   ItemPointer tid)
 {
 	uint32		range = amq_index_range_of(geom, g, ItemPointerGetBlockNumber(tid));
@@ -279,7 +287,7 @@ amq_index_entry_of(const amq_rt_geom *geom, const AmqIndexGen *g, uint32 class_r
 	if (range >= (amq_rt_ranges(geom) >> g->row_bits))
 		return amq_rt_everywhere(geom);
 	return (range << g->row_bits) |
-		amq_index_class_of(g->row_bits, class_rows, ItemPointerGetOffsetNumber(tid));
+		amq_index_class_of(g->row_bits, class_span, ItemPointerGetOffsetNumber(tid));
 }
 
 /* The range number of a block in generation g, or "everywhere" past them. */
@@ -383,13 +391,12 @@ amq_index_write_empty_gen(Relation index, BlockNumber first, const AmqIndexGen *
 #define CLASS_SAMPLE_PAGES	16
 
 /*
- * The offsets of a row class: the table's rows a block, as the greatest
+ * The offsets row classes divide: the table's rows a block, as the greatest
  * line pointer offset of up to CLASS_SAMPLE_PAGES pages spread over it
- * shows, shared among 2^row_bits classes.  Rows written later past them
- * fall in the last class.
+ * shows.  Rows written later past them fall in the last class.
  */
 static uint32
-class_rows_for(Relation heap, uint32 row_bits)
+class_span_for(Relation heap)
 {
 	BlockNumber nblocks = RelationGetNumberOfBlocks(heap);
 	OffsetNumber most = FirstOffsetNumber;
@@ -407,7 +414,7 @@ class_rows_for(Relation heap, uint32 row_bits)
 			most = Max(most, Min(PageGetMaxOffsetNumber(page), MaxHeapTuplesPerPage));
 		UnlockReleaseBuffer(buf);
 	}
-	return (most + (1u << row_bits) - 1) >> row_bits;
+	return most;
 }
 typedef struct BuildState
 {
@@ -421,7 +428,7 @@ typedef struct BuildState
 	int64		hi;
 	int			range_shift;	/* the pairs' ranges, >> it, are the index's */
 	uint32		row_bits;		/* the pairs' ranges' row class bits */
-	uint32		class_rows;		/* the offsets of a class (row_bits > 0) */
+	uint32		class_span;		/* the offsets classes divide (row_bits > 0) */
 	OffsetNumber max_offset;	/* the greatest offset of a row hashed */
 	Tuplesortstate *lane_sort;	/* format 5: lanes' pairs (index_build) */
 	uint32		span_limit;		/* the widest span a key keeps, in the
@@ -466,7 +473,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	tuplesort_putdatum(state->sort,
 					   Int64GetDatum(pair_of(hash,
 											 amq_index_entry_of(&state->geom, &state->gen,
-																state->class_rows, tid))),
+																state->class_span, tid))),
 					   false);
 	state->max_offset = Max(state->max_offset, ItemPointerGetOffsetNumber(tid));
 	state->values++;
@@ -943,10 +950,11 @@ fill_pages(BuildState *state, const AmqIndexMeta *meta, Relation index, uint64 *
  */
 
 /*
- * Classes of a block kept as entries of their own: an order's lines
- * written together straddle two classes about as often as not.
+ * Classes of a block kept as entries of their own: an order's 4 lines
+ * written together straddle two classes of 4.7 offsets (16 classes of a
+ * block of 75 rows) about as often as not, three of 2.3 (32 classes).
  */
-#define BLOCK_CLASSES		2
+#define BLOCK_CLASSES		3
 
 static uint64
 put_lane_run(BuildState *state, uint64 hash, const uint32 *ranges, const uint32 *classes,
@@ -1169,7 +1177,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 			state.row_bits++;
 	state.gen.row_bits = state.row_bits;
 	if (state.row_bits > 0)
-		state.class_rows = class_rows_for(heap, state.row_bits);
+		state.class_span = class_span_for(heap);
 	state.sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid,
 									   false, maintenance_work_mem, NULL,
 									   TUPLESORT_RANDOMACCESS);
@@ -1286,7 +1294,7 @@ amq_index_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		if (lanes)
 			m->max_offset = Max(state.max_offset, FirstOffsetNumber);
 		if (lanes && state.row_bits > 0)
-			m->class_rows = state.class_rows;
+			m->class_span = state.class_span;
 		m->flags |= AMQ_INDEX_KEYS_COUNTED;
 		if (state.hasher.bounds_kind != AMQ_BOUNDS_NONE)
 		{

@@ -410,7 +410,7 @@ write_gen(Relation index, const AmqIndexMeta *meta, uint32 gen,
 		keys[i].lane = 0;
 		keys[i].index = i;
 		amq_index_locate_lane(meta, &geom, gen, batch[i].hash, 0, &keys[i].page, &keys[i].key);
-		keys[i].range = geom.lanes ? amq_index_entry_of(&geom, g, meta->class_rows, &tid) :
+		keys[i].range = geom.lanes ? amq_index_entry_of(&geom, g, meta->class_span, &tid) :
 			amq_index_range_of(&geom, g, batch[i].blkno);
 	}
 	while (n > 0)

@@ -213,8 +213,8 @@ amq_index_check_meta(Relation index, Page page, const AmqIndexMeta *meta)
 	if (meta->max_offset > MaxHeapTuplesPerPage)
 		page_corrupted(index, AMQ_INDEX_METAPAGE, "Its greatest row offset is out of range.");
 	/* the offsets of a row class: with row classes, 1 .. a page's rows */
-	if (meta->class_rows > MaxHeapTuplesPerPage ||
-		(meta->class_rows > 0 && meta->version != AMQ_INDEX_VERSION_LANES))
+	if (meta->class_span > MaxHeapTuplesPerPage ||
+		(meta->class_span > 0 && meta->version != AMQ_INDEX_VERSION_LANES))
 		page_corrupted(index, AMQ_INDEX_METAPAGE, "Its row classes' offsets are out of range.");
 	for (i = 0; i < meta->ngens; i++)
 	{
@@ -223,7 +223,7 @@ amq_index_check_meta(Relation index, Page page, const AmqIndexMeta *meta)
 		/* row classes only in format 5, of one-block ranges */
 		if (g->row_bits > AMQ_INDEX_MAX_ROW_BITS ||
 			(g->row_bits > 0 && (meta->version != AMQ_INDEX_VERSION_LANES ||
-								 g->pages_per_range != 1 || meta->class_rows == 0)))
+								 g->pages_per_range != 1 || meta->class_span == 0)))
 			page_corrupted(index, AMQ_INDEX_METAPAGE, "A generation's row classes are out of range.");
 		if (g->first < 1 || g->npages < 1 || g->pages_per_range < 1 ||
 			(uint64) g->first + g->npages > MaxBlockNumber ||

@@ -46,6 +46,7 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "pgstat.h"
+#include "port/pg_bitutils.h"
 #include "parser/parse_coerce.h"
 #include "parser/parsetree.h"
 #include "storage/bufmgr.h"
@@ -636,6 +637,35 @@ scan_ranges(IndexScanDesc scan, AmqIndexRanges *best)
 	return true;
 }
 
+/*
+ * The first offset after off, up to max_offset, of one of a block's row
+ * classes (all of them if classes is 0), or InvalidOffsetNumber: a class's
+ * offsets run on, and past its run the next class with its bit set
+ * starts (a class of each offset would cost a division of each).
+ */
+static OffsetNumber
+class_next_offset(uint32 classes, uint32 row_bits, uint32 class_span, OffsetNumber off,
+				  OffsetNumber max_offset)
+{
+	off++;
+	if (classes == 0)
+		return off <= max_offset ? off : InvalidOffsetNumber;
+	while (off <= max_offset)
+	{
+		uint32		c = amq_index_class_of(row_bits, class_span, off);
+		uint32		above;
+
+		if (classes & (1u << c))
+			return off;
+		/* the classes above c (none above the 32nd: 2 << 31 is 0) */
+		above = classes & ~((2u << c) - 1);
+		if (above == 0)
+			break;
+		off = amq_index_class_start(row_bits, class_span, pg_rightmost_one_pos32(above));
+	}
+	return InvalidOffsetNumber;
+}
+
 /* The greatest offset of a row the index holds. */
 static OffsetNumber
 scan_max_offset(const AmqIndexMeta *meta)
@@ -691,15 +721,15 @@ amq_index_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 				/* the rows of those classes, rechecked: offsets past the block's are none */
 				ItemPointerData tids[MaxHeapTuplesPerPage];
 				int			ntids = 0;
-				OffsetNumber off;
+				OffsetNumber off = InvalidOffsetNumber;
 
-				for (off = FirstOffsetNumber; off <= max_offset; off++)
-					if (best.classes[i] &
-						(1u << amq_index_class_of(best.row_bits, so->meta.class_rows, off)))
-					{
-						ItemPointerSet(&tids[ntids], best.first[i], off);
-						ntids++;
-					}
+				while ((off = class_next_offset(best.classes[i], best.row_bits,
+												so->meta.class_span, off,
+												max_offset)) != InvalidOffsetNumber)
+				{
+					ItemPointerSet(&tids[ntids], best.first[i], off);
+					ntids++;
+				}
 				tbm_add_tuples(tbm, tids, ntids, true);
 				blocks++;
 				continue;
@@ -768,16 +798,14 @@ amq_index_gettuple(IndexScanDesc scan, ScanDirection dir)
 			if (so->block >= so->heap_blocks)
 				break;
 		}
-		while (++off <= so->max_offset)
+		off = class_next_offset(classes, r->row_bits, so->meta.class_span, off,
+								so->max_offset);
+		if (off != InvalidOffsetNumber)
 		{
-			if (classes == 0 ||
-				(classes & (1u << amq_index_class_of(r->row_bits, so->meta.class_rows, off))) != 0)
-			{
-				so->offset = off;
-				ItemPointerSet(&scan->xs_heaptid, so->block, off);
-				scan->xs_recheck = true;
-				return true;
-			}
+			so->offset = off;
+			ItemPointerSet(&scan->xs_heaptid, so->block, off);
+			scan->xs_recheck = true;
+			return true;
 		}
 		/* the next block, of this range or the next */
 		so->offset = InvalidOffsetNumber;
